@@ -1,0 +1,1 @@
+"""Analyzers: metrics and SQL over the store."""

@@ -1,0 +1,39 @@
+"""Per-connection statistics in the shape of `tcpvar analyze --json`."""
+from __future__ import annotations
+
+from .sqlfiles import sql
+
+CONN_FIELDS = ("ip_version", "start_s", "connection_duration_s", "total_packets",
+               "handshake", "closed", "reset")
+DIRECTIONS = ("a2b", "b2a")
+
+
+def endpoint(addr: str, port: int, ip_version: int) -> str:
+    """'ip:port', with IPv6 addresses in brackets (RFC 3986)."""
+    return f"[{addr}]:{port}" if ip_version == 6 else f"{addr}:{port}"
+
+
+def connections(con, capture_id: int) -> list[dict]:
+    """Every connection of a capture: endpoints, then a2b and b2a statistics."""
+    cur = con.execute(sql("connections"), {"capture_id": capture_id})
+    names = [d[0] for d in cur.description]
+    out: list[dict] = []
+    for row in cur.fetchall():
+        r = dict(zip(names, row))
+        if r["dir"] == 0:
+            conn = {"id": r["conn"],
+                    "a": endpoint(r["a_addr"], r["a_port"], r["ip_version"]),
+                    "b": endpoint(r["b_addr"], r["b_port"], r["ip_version"])}
+            conn.update({k: r[k] for k in CONN_FIELDS})
+            conn["duration_s"] = conn.pop("connection_duration_s")
+            out.append(conn)
+        stats = {k: v for k, v in r.items()
+                 if k not in CONN_FIELDS and k not in ("conn", "dir", "a_addr", "a_port",
+                                                       "b_addr", "b_port")}
+        out[-1][DIRECTIONS[r["dir"]]] = stats
+    return out
+
+
+def data_direction(conn: dict) -> str:
+    """The direction that carried more new data: the flow's sender."""
+    return "a2b" if conn["a2b"]["unique_bytes"] >= conn["b2a"]["unique_bytes"] else "b2a"

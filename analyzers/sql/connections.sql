@@ -1,0 +1,12 @@
+-- Connections of one capture with both directions' statistics, one row per
+-- connection and direction. Parameter: $capture_id.
+SELECT c.conn, c.ip_version, c.a_addr, c.a_port, c.b_addr, c.b_port,
+       (c.first_ns - cap.first_ns) / 1e9 AS start_s,
+       (c.last_ns - c.first_ns) / 1e9 AS connection_duration_s,
+       c.packets AS total_packets, c.handshake, c.closed, c.reset,
+       s.* EXCLUDE (capture_id, conn, duration_s)
+FROM connections c
+JOIN captures cap USING (capture_id)
+JOIN conn_stats s USING (capture_id, conn)
+WHERE c.capture_id = $capture_id
+ORDER BY c.conn, s.dir

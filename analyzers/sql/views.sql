@@ -1,0 +1,87 @@
+-- Stable views for users' own SQL (docs/schema.md). The store creates them
+-- each time it opens a database, so they follow the tcpvar version in use.
+
+-- Per connection and direction: the statistics of `tcpvar analyze`, named
+-- as in its JSON output. Rates use the connection's elapsed time (first to
+-- last packet of either direction), as tcptrace does.
+CREATE OR REPLACE VIEW conn_stats AS
+SELECT d.capture_id, d.conn, d.dir,
+       d.packets, d.ack_packets, d.pure_acks,
+       d.data_packets, d.data_bytes, d.unique_bytes,
+       d.rexmit_packets AS retransmitted_packets,
+       d.rexmit_bytes AS retransmitted_bytes,
+       d.ooo_packets AS out_of_order_packets,
+       d.dupacks AS duplicate_acks, d.triple_dupacks,
+       d.sack_packets, d.dsack_packets, d.sack_blocks, d.max_sack_blocks,
+       d.zero_win_adv AS zero_window_adverts,
+       d.zwnd_probes AS zero_window_probes,
+       d.zwnd_probe_bytes AS zero_window_probe_bytes,
+       d.pushed AS pushed_packets, d.urgent AS urgent_packets,
+       d.syn, d.fin, d.rst,
+       d.hw_dups AS hardware_duplicates,
+       d.missed_bytes, d.truncated AS truncated_packets,
+       nullif(d.mss, -1) AS mss_requested,
+       nullif(d.wscale, -1) AS window_scale,
+       d.sack_ok = 1 AS sack_permitted,
+       d.ts_ok = 1 AS timestamps,
+       d.win_min AS window_min, d.win_max AS window_max,
+       d.win_sum / nullif(d.win_n, 0) AS window_avg,
+       d.seg_min AS segment_min, d.seg_max AS segment_max,
+       d.data_bytes / nullif(d.data_packets, 0) AS segment_avg,
+       CASE WHEN d.data_packets > 0 THEN d.stream_last - d.stream_first ELSE 0 END
+           AS stream_bytes,
+       d.rtt_n AS rtt_samples,
+       CASE WHEN d.rtt_n > 0 THEN d.rtt_min / 1e3 END AS rtt_min_ms,
+       d.rtt_sum / nullif(d.rtt_n, 0) / 1e3 AS rtt_avg_ms,
+       CASE WHEN d.rtt_n > 0 THEN d.rtt_max / 1e3 END AS rtt_max_ms,
+       CASE WHEN d.rtt_n > 1
+            THEN sqrt(greatest(0, (d.rtt_sumsq - d.rtt_sum * d.rtt_sum / d.rtt_n)
+                                  / (d.rtt_n - 1))) / 1e3
+            WHEN d.rtt_n = 1 THEN 0 END AS rtt_stdev_ms,
+       nullif(d.rtt_3whs, -1) / 1e3 AS rtt_3whs_ms,
+       d.rto_events, d.fast_retransmits,
+       nullif(d.first_ns, 0) AS first_ns, nullif(d.last_ns, 0) AS last_ns,
+       nullif(d.data_first_ns, 0) AS data_first_ns,
+       nullif(d.data_last_ns, 0) AS data_last_ns,
+       (c.last_ns - c.first_ns) / 1e9 AS duration_s,
+       8 * d.data_bytes / nullif((c.last_ns - c.first_ns) / 1e9, 0) AS throughput_bps,
+       8 * d.unique_bytes / nullif((c.last_ns - c.first_ns) / 1e9, 0) AS goodput_bps
+FROM dir_counters d JOIN connections c USING (capture_id, conn);
+
+
+-- Bytes in flight (the cwnd estimate): the sender's highest sequence sent
+-- minus the cumulative ACK, at every ACK from the receiver.
+CREATE OR REPLACE VIEW cwnd_estimate AS
+SELECT p.capture_id, p.conn, 1 - p.dir AS dir, p.frame, p.ts_ns,
+       (p.ts_ns - c.first_ns) / 1e9 AS t_s, p.inflight AS bytes_in_flight
+FROM packets p JOIN captures c USING (capture_id)
+WHERE p.inflight IS NOT NULL;
+
+-- RTT samples taken under Karn's rule, at the ACK that produced them.
+CREATE OR REPLACE VIEW rtt_samples AS
+SELECT p.capture_id, p.conn, 1 - p.dir AS dir, p.frame, p.ts_ns,
+       (p.ts_ns - c.first_ns) / 1e9 AS t_s, p.rtt_us / 1e3 AS rtt_ms
+FROM packets p JOIN captures c USING (capture_id)
+WHERE p.rtt_us IS NOT NULL;
+
+-- Inferred retransmission timeouts and fast retransmits, on a time axis.
+CREATE OR REPLACE VIEW rto_timeline AS
+SELECT e.capture_id, e.conn, e.dir, e.frame, e.ts_ns,
+       (e.ts_ns - c.first_ns) / 1e9 AS t_s, e.kind, e.seq, e.len,
+       e.silence_ms, e.dupacks, e.backoff
+FROM retransmit_events e JOIN captures c USING (capture_id);
+
+-- Packets with readable flags and analysis marks.
+CREATE OR REPLACE VIEW packet_marks AS
+SELECT p.*, (p.ts_ns - c.first_ns) / 1e9 AS t_s,
+       (p.ev & 1) <> 0 AS is_retransmission,
+       (p.ev & 2) <> 0 AS is_out_of_order,
+       (p.ev & 4) <> 0 AS is_duplicate_ack,
+       (p.ev & 8) <> 0 AS is_zero_window,
+       (p.ev & 16) <> 0 AS is_window_probe,
+       (p.ev & 32) <> 0 AS is_fast_retransmit,
+       (p.ev & 64) <> 0 AS is_timeout_retransmit,
+       (p.ev & 128) <> 0 AS is_hardware_duplicate,
+       (p.ev & 256) <> 0 AS after_missed_data,
+       (p.ev & 512) <> 0 AS is_keepalive
+FROM packets p JOIN captures c USING (capture_id);

@@ -1,0 +1,1 @@
+"""The tcpvar command: thin Click commands over the library."""

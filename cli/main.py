@@ -1,0 +1,77 @@
+"""The `tcpvar` command group and its error handling.
+
+main() maps every outcome to an exit status (tcpvar.errors.ExitStatus): a
+TcpvarError prints its one-line message, Ctrl-C exits 130, and anything
+unexpected is reported as an internal error (--traceback shows it).
+"""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from tcpvar import __version__
+from tcpvar.errors import ExitStatus, TcpvarError
+
+from .analyze import analyze
+from .query import query
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"],
+                               "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="tcpvar",
+                      message="%(prog)s %(version)s")
+@click.option("--traceback", is_flag=True, help="Show the Python traceback of an internal error.")
+@click.pass_context
+def cli(ctx: click.Context, traceback: bool) -> None:
+    """Compare TCP congestion-control variants.
+
+    Analyse captures the way tcptrace does, keep every packet and statistic in
+    a DuckDB store, and measure fairness and friendliness between flows.
+
+    \b
+    Examples:
+      tcpvar analyze capture.pcapng
+      tcpvar analyze --fairness --json run1.pcap
+      tcpvar query "SELECT conn, dir, rtt_avg_ms FROM conn_stats"
+    """
+    ctx.obj = {"traceback": traceback}
+
+
+cli.add_command(analyze)
+cli.add_command(query)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tcpvar.report import terminal
+
+    want_traceback = "--traceback" in (argv if argv is not None else sys.argv[1:])
+    try:
+        status = cli.main(args=argv, prog_name="tcpvar", standalone_mode=False)
+    except click.exceptions.Abort:
+        terminal.error("interrupted")
+        return ExitStatus.INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        return ExitStatus.USAGE
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except TcpvarError as exc:
+        terminal.error(str(exc))
+        return exc.status
+    except KeyboardInterrupt:
+        terminal.error("interrupted; the store keeps what was complete before")
+        return ExitStatus.INTERRUPTED
+    except BrokenPipeError:
+        return ExitStatus.OK
+    except Exception as exc:  # a bug: say so in one line unless asked for more
+        if want_traceback:
+            raise
+        terminal.error(f"internal error: {type(exc).__name__}: {exc} "
+                       f"(run again with --traceback and report it)")
+        return ExitStatus.ERROR
+    return int(status or 0)
+
+
+def entry() -> None:
+    sys.exit(main())

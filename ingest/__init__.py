@@ -1,0 +1,1 @@
+"""Ingest: captures on disk -> columnar batches -> the DuckDB store."""

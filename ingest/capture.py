@@ -1,0 +1,238 @@
+"""Ingest one capture file: a single native pass over it (libpcap, decoding
+and per-connection analysis in C) feeding DuckDB batch by batch.
+
+Two threads share the work: one runs the native scanner (which releases the
+GIL), the other loads the previous batch into DuckDB (which releases it
+too). The queue between them is short, so memory stays flat however large
+the capture is. Everything of a capture is written in one transaction:
+interrupted, the store is left as it was.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tcpvar import __version__
+from tcpvar.errors import InputError, NoTcpError
+
+from . import _pcapscan
+from .arrow import batch_table, record_table
+from tcpvar.store.db import one
+
+BATCH_ROWS = 1 << 18      # packets per batch: ~20 MB of columns
+QUEUE_DEPTH = 2           # batches parsed ahead of the loader
+HEAD_TAIL = 1 << 16       # bytes hashed at each end for the fingerprint
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class CaptureResult:
+    capture_id: int
+    path: str
+    reused: bool              # already in the store, unchanged: not read again
+    frames: int
+    tcp_packets: int
+    connections: int
+    truncated: bool
+    warning: str | None
+
+
+@dataclass
+class ScanOptions:
+    packets: bool = True      # fill the packets table (False: statistics only)
+    rto_min_ms: float = 200.0
+    hwdup_us: float = 0.0     # 0: no hardware-duplicate detection
+
+
+def fingerprint(path: Path) -> str:
+    """Size, mtime and a hash of both ends: cheap, and changes when the file does."""
+    st = path.stat()
+    h = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as f:
+        h.update(f.read(HEAD_TAIL))
+        if st.st_size > HEAD_TAIL:
+            f.seek(max(HEAD_TAIL, st.st_size - HEAD_TAIL))
+            h.update(f.read(HEAD_TAIL))
+    return f"{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()}"
+
+
+def check_readable(path: Path) -> None:
+    """The one-line reasons a path cannot be a capture, before libpcap sees it."""
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a capture file")
+    if not os.access(path, os.R_OK):
+        raise InputError(f"{path}: permission denied")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: empty file")
+
+
+def _scan_error(path: Path, message: str) -> InputError:
+    """libpcap's words, made into one line a user can act on."""
+    msg = " ".join(message.split())
+    if "unknown file format" in msg:
+        return InputError(f"{path}: not a pcap or pcapng capture")
+    if "truncated dump file" in msg or "truncated pcapng" in msg:
+        return InputError(f"{path}: truncated capture header ({msg})")
+    if "different from the type of the first interface" in msg:
+        return InputError(
+            f"{path}: pcapng interfaces of different link types are not supported "
+            f"(libpcap reads one link type per file); split it per interface, e.g. "
+            f"tshark -r FILE -Y 'frame.interface_id == 0' -w part0.pcapng")
+    if msg.startswith("unsupported link type"):
+        return InputError(f"{path}: {msg}; tcpvar reads Ethernet, Linux SLL/SLL2, raw IP, "
+                          f"loopback, PPP, C-HDLC and FDDI")
+    return InputError(f"{path}: {msg}")
+
+
+def _producer(scanner, out: queue.Queue, stop: threading.Event) -> None:
+    """Run the native scanner, handing each batch to the loader."""
+    try:
+        while not stop.is_set():
+            status, batch = scanner.step()
+            item = ("batch", status, batch, scanner.position)
+            while not stop.is_set():
+                try:
+                    out.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if status != "more":
+                return
+    except _pcapscan.ScanError as exc:
+        out.put(("error", str(exc), None, None))
+    except BaseException as exc:          # reported by the loader thread
+        out.put(("crash", exc, None, None))
+
+
+def _load_packets(con, capture_id: int, scanner, size: int, progress: Progress | None) -> str:
+    """Drain the scanner into the packets table; return the final status."""
+    q: queue.Queue = queue.Queue(maxsize=QUEUE_DEPTH)
+    stop = threading.Event()
+    worker = threading.Thread(target=_producer, args=(scanner, q, stop),
+                              name="tcpvar-scan", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, status, batch, position = q.get()
+            if kind == "error":
+                raise _pcapscan.ScanError(status)
+            if kind == "crash":
+                raise status
+            if batch is not None and batch.rows:
+                table = batch_table(batch)
+                con.register("_tv_batch", table)
+                con.execute("INSERT INTO packets SELECT $1, * FROM _tv_batch", [capture_id])
+                con.unregister("_tv_batch")
+            if progress and position is not None and position >= 0:
+                progress(position, size)
+            if status != "more":
+                return status
+    finally:
+        stop.set()
+        worker.join()
+
+
+def _store_connections(con, capture_id: int, scanner) -> int:
+    conns, stats = scanner.connections()
+    ctable = record_table(conns)
+    n = ctable.num_rows
+    stable = record_table(stats, {"conn": [i // 2 + 1 for i in range(2 * n)],
+                                  "dir": [i % 2 for i in range(2 * n)]})
+    con.register("_tv_conns", ctable)
+    con.execute("""
+        INSERT INTO connections
+        SELECT $1, id, family, a_addr, a_port, b_addr, b_port, first_ns, last_ns,
+               packets, a_isn, b_isn, handshake <> 0, closed <> 0, reset <> 0
+        FROM _tv_conns""", [capture_id])
+    con.unregister("_tv_conns")
+    con.register("_tv_stats", stable)
+    con.execute("INSERT INTO dir_counters BY NAME SELECT $1 AS capture_id, * FROM _tv_stats",
+                [capture_id])
+    con.unregister("_tv_stats")
+    events = record_table(scanner.events())
+    if events.num_rows:
+        con.register("_tv_events", events)
+        con.execute("""
+            INSERT INTO retransmit_events
+            SELECT $1, conn, dir, frame, ts_ns,
+                   CASE kind WHEN 1 THEN 'timeout' ELSE 'fast' END,
+                   seq, len, silence_ns / 1e6, dupacks, backoff
+            FROM _tv_events""", [capture_id])
+        con.unregister("_tv_events")
+    return n
+
+
+def _existing(con, path: str):
+    return one(con, 
+        "SELECT capture_id, fingerprint, frames, tcp_packets, truncated, warning, with_packets "
+        "FROM captures WHERE path = $1", [path])
+
+
+def delete_capture(con, capture_id: int) -> None:
+    for table in ("packets", "connections", "dir_counters", "retransmit_events",
+                  "throughput", "captures"):
+        con.execute(f"DELETE FROM {table} WHERE capture_id = $1", [capture_id])
+
+
+def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
+           force: bool = False, progress: Progress | None = None) -> CaptureResult:
+    """Read a capture into the store; unchanged files already there are reused."""
+    options = options or ScanOptions()
+    path = Path(path)
+    check_readable(path)
+    apath = str(path.resolve())
+    fp = fingerprint(path)
+    con = store.con
+
+    old = _existing(con, apath)
+    if old and old[1] == fp and not force and (old[6] or not options.packets):
+        n = one(con, "SELECT count(*) FROM connections WHERE capture_id = $1",
+                        [old[0]])[0]
+        return CaptureResult(old[0], apath, True, old[2], old[3], n, old[4], old[5])
+
+    try:
+        scanner = _pcapscan.Scanner(str(path), packets=options.packets,
+                                    batch_rows=BATCH_ROWS, rto_min_ms=options.rto_min_ms,
+                                    hwdup_us=options.hwdup_us)
+    except _pcapscan.ScanError as exc:
+        raise _scan_error(path, str(exc)) from None
+
+    size = path.stat().st_size
+    try:
+        with store.transaction():
+            if old:
+                delete_capture(con, old[0])
+            capture_id = one(con, "SELECT nextval('capture_ids')")[0]
+            try:
+                status = _load_packets(con, capture_id, scanner, size, progress)
+            except _pcapscan.ScanError as exc:
+                raise _scan_error(path, str(exc)) from None
+            truncated = status == "truncated"
+            counters = scanner.counters
+            warning = None
+            if truncated:
+                warning = (f"the file ends inside a record; the {counters['frames']} "
+                           f"records before it were analysed")
+            if counters["tcp"] == 0:
+                raise NoTcpError(f"{path}: no TCP segments in {counters['frames']} frames")
+            nconn = _store_connections(con, capture_id, scanner)
+            con.execute("""
+                INSERT INTO captures VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
+                    $12, $13, $14, $15, $16, $17, $18, NULL, now(), $19)""",
+                [capture_id, apath, size, path.stat().st_mtime_ns, fp,
+                 scanner.link_type, scanner.link_name, counters["frames"], counters["tcp"],
+                 counters["non_tcp"], counters["ip_fragments"], counters["too_short"],
+                 counters["malformed"], counters["first_ns"], counters["last_ns"],
+                 truncated, warning, options.packets, __version__])
+    finally:
+        scanner.close()
+    return CaptureResult(capture_id, apath, False, counters["frames"], counters["tcp"],
+                         nconn, truncated, warning)

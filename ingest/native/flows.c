@@ -1,0 +1,836 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * flows.c - the per-connection state machine behind tcpvar's statistics.
+ *
+ * Each connection has two halves, one per direction. A half is both a sender
+ * (its sequence space, the segments it has outstanding, its retransmissions)
+ * and a receiver (the ACKs, windows and SACK blocks it sends about the
+ * peer's data). Sequence numbers are unwrapped to 64 bits relative to the
+ * half's initial sequence number, so nothing breaks when a long flow wraps
+ * the 32-bit space.
+ *
+ * Memory per connection is bounded: at most MAX_HOLES gaps and RING_MAX
+ * outstanding segments are remembered per direction (older ones are dropped,
+ * which only costs RTT samples).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flows.h"
+
+#define MAX_HOLES	16
+#define RING_MIN	16
+#define RING_MAX	65536
+#define WSCALE_MAX	14	/* RFC 7323: larger shifts are treated as 14 */
+
+struct seg_rec {
+	int64_t start, end;
+	uint64_t ts;
+	int rexmit;
+};
+
+struct half {
+	struct tv_dirstats st;
+
+	/* this half's sequence space */
+	int have_base;
+	uint32_t base;		/* raw sequence number of relative 0 */
+	int64_t ref;		/* highest relative value seen: unwrap reference */
+	int have_seq;
+	int64_t snd_max;	/* highest sequence sent, SYN and FIN included */
+	int nholes;
+	int64_t hole_l[MAX_HOLES], hole_r[MAX_HOLES];	/* never-seen ranges */
+
+	/* sender: segments awaiting their ACK, in sequence order */
+	struct seg_rec *ring;
+	uint32_t rhead, rlen, rcap;
+	double srtt_us;
+	uint64_t last_rx_ns;	/* when this side last received from the peer */
+	uint32_t backoff;
+	int in_recovery;
+	int64_t recovery_point;
+
+	/* receiver: the ACKs this half sends about the peer's data */
+	int have_ack;
+	int64_t last_ack;
+	uint32_t last_win;
+	uint32_t dup_run;	/* duplicate ACKs in a row for last_ack */
+	int64_t sacked_hi;	/* highest SACKed edge since the ACK last moved */
+
+	/* the previous segment, to spot copies made by the capture hardware */
+	int have_prev;
+	uint32_t prev_seq, prev_ack, prev_len;
+	uint16_t prev_ipid, prev_win;
+	uint8_t prev_flags;
+	uint64_t prev_ts;
+
+	int syn_seen, fin_seen;
+	uint32_t isn;
+};
+
+struct key {
+	uint8_t lo[16], hi[16];
+	uint16_t lo_port, hi_port;
+	uint8_t family;
+	uint8_t pad[3];
+};
+
+struct conn {
+	struct key key;
+	uint32_t id;
+	uint8_t a_addr[16], b_addr[16];
+	uint16_t a_port, b_port;
+	uint64_t first_ns, last_ns, packets;
+	int reset;
+	struct half h[2];
+};
+
+struct tv_flows {
+	struct tv_flow_opts opts;
+	struct conn **conns;
+	size_t nconns, capconns;
+	uint32_t *slots;	/* open addressing: conn index + 1, 0 empty */
+	size_t nslots;
+	struct tv_event *events;
+	size_t nevents, capevents;
+};
+
+static uint64_t hash_key(const struct key *k)
+{
+	uint64_t h = 0x9E3779B97F4A7C15ull, w;
+	size_t i;
+
+	for (i = 0; i < sizeof(*k); i += 8) {
+		memcpy(&w, (const uint8_t *)k + i, 8);
+		h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+static int addr_port_cmp(const uint8_t *a, uint16_t ap, const uint8_t *b, uint16_t bp)
+{
+	int c = memcmp(a, b, 16);
+
+	if (c)
+		return c;
+	return (int)ap - (int)bp;
+}
+
+/* The same key for both directions; *dir_lo tells if src is the lower end. */
+static void make_key(const struct tv_segment *seg, struct key *k, int *src_is_lo)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = seg->family;
+	*src_is_lo = addr_port_cmp(seg->src, seg->sport, seg->dst, seg->dport) <= 0;
+	if (*src_is_lo) {
+		memcpy(k->lo, seg->src, 16);
+		memcpy(k->hi, seg->dst, 16);
+		k->lo_port = seg->sport;
+		k->hi_port = seg->dport;
+	} else {
+		memcpy(k->lo, seg->dst, 16);
+		memcpy(k->hi, seg->src, 16);
+		k->lo_port = seg->dport;
+		k->hi_port = seg->sport;
+	}
+}
+
+struct tv_flows *tv_flows_new(const struct tv_flow_opts *opts)
+{
+	struct tv_flows *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->opts = *opts;
+	f->nslots = 1024;
+	f->slots = calloc(f->nslots, sizeof(*f->slots));
+	if (!f->slots) {
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
+void tv_flows_free(struct tv_flows *f)
+{
+	size_t i;
+
+	if (!f)
+		return;
+	for (i = 0; i < f->nconns; i++) {
+		free(f->conns[i]->h[0].ring);
+		free(f->conns[i]->h[1].ring);
+		free(f->conns[i]);
+	}
+	free(f->conns);
+	free(f->slots);
+	free(f->events);
+	free(f);
+}
+
+static int grow_slots(struct tv_flows *f)
+{
+	size_t n = f->nslots * 2, i;
+	uint32_t *s = calloc(n, sizeof(*s));
+
+	if (!s)
+		return -1;
+	/* re-insert the newest connection of every key */
+	for (i = 0; i < f->nslots; i++) {
+		uint32_t idx = f->slots[i];
+		size_t j;
+
+		if (!idx)
+			continue;
+		j = hash_key(&f->conns[idx - 1]->key) & (n - 1);
+		while (s[j])
+			j = (j + 1) & (n - 1);
+		s[j] = idx;
+	}
+	free(f->slots);
+	f->slots = s;
+	f->nslots = n;
+	return 0;
+}
+
+static void init_half(struct half *h)
+{
+	h->st.mss = -1;
+	h->st.wscale_offered = -1;
+	h->st.rtt_3whs = -1;
+	h->st.win_min = UINT64_MAX;
+	h->st.seg_min = UINT64_MAX;
+}
+
+static struct conn *new_conn(struct tv_flows *f, const struct key *k,
+			     const struct tv_segment *seg, uint64_t ts)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (f->nconns == f->capconns) {
+		size_t n = f->capconns ? f->capconns * 2 : 64;
+		struct conn **v = realloc(f->conns, n * sizeof(*v));
+
+		if (!v) {
+			free(c);
+			return NULL;
+		}
+		f->conns = v;
+		f->capconns = n;
+	}
+	c->key = *k;
+	c->id = (uint32_t)f->nconns + 1;
+	memcpy(c->a_addr, seg->src, 16);
+	memcpy(c->b_addr, seg->dst, 16);
+	c->a_port = seg->sport;
+	c->b_port = seg->dport;
+	c->first_ns = ts;
+	init_half(&c->h[0]);
+	init_half(&c->h[1]);
+	f->conns[f->nconns++] = c;
+	return c;
+}
+
+/*
+ * A SYN (without ACK) on a 4-tuple whose connection has ended, carrying a
+ * new initial sequence number, opens a new connection (port reuse).
+ */
+static int starts_new_conn(const struct conn *c, int dir, const struct tv_segment *seg)
+{
+	const struct half *h = &c->h[dir];
+	int ended = c->reset || (c->h[0].fin_seen && c->h[1].fin_seen);
+
+	if ((seg->flags & (TV_SYN | TV_ACK)) != TV_SYN)
+		return 0;
+	if (h->syn_seen && seg->seq == h->isn)
+		return 0;	/* a retransmitted SYN */
+	return ended || (h->syn_seen && c->h[!dir].syn_seen);
+}
+
+static struct conn *lookup(struct tv_flows *f, const struct tv_segment *seg,
+			   uint64_t ts, int *dir)
+{
+	struct key k;
+	int src_is_lo;
+	size_t j;
+	struct conn *c;
+
+	make_key(seg, &k, &src_is_lo);
+	j = hash_key(&k) & (f->nslots - 1);
+	for (;;) {
+		uint32_t idx = f->slots[j];
+
+		if (!idx)
+			break;
+		c = f->conns[idx - 1];
+		if (!memcmp(&c->key, &k, sizeof(k))) {
+			*dir = !(c->a_port == seg->sport &&
+				 !memcmp(c->a_addr, seg->src, 16));
+			if (!starts_new_conn(c, *dir, seg))
+				return c;
+			c = new_conn(f, &k, seg, ts);
+			if (c)
+				f->slots[j] = c->id;
+			*dir = 0;
+			return c;
+		}
+		j = (j + 1) & (f->nslots - 1);
+	}
+	if ((f->nconns + 1) * 2 > f->nslots) {
+		if (grow_slots(f) < 0)
+			return NULL;
+		j = hash_key(&k) & (f->nslots - 1);
+		while (f->slots[j])
+			j = (j + 1) & (f->nslots - 1);
+	}
+	c = new_conn(f, &k, seg, ts);
+	if (c)
+		f->slots[j] = c->id;
+	*dir = 0;
+	return c;
+}
+
+/* Relative 64-bit position of a raw 32-bit number, nearest to @ref. */
+static int64_t unwrap(uint32_t raw, uint32_t base, int64_t ref)
+{
+	uint32_t ref32 = base + (uint32_t)ref;
+
+	return ref + (int32_t)(raw - ref32);
+}
+
+static int64_t rel(struct half *h, uint32_t raw)
+{
+	int64_t v;
+
+	if (!h->have_base) {
+		h->have_base = 1;
+		h->base = raw;
+	}
+	v = unwrap(raw, h->base, h->ref);
+	if (v > h->ref)
+		h->ref = v;
+	return v;
+}
+
+/* ---- outstanding segments (for RTT under Karn's rule) ---- */
+
+static struct seg_rec *ring_at(struct half *h, uint32_t i)
+{
+	return &h->ring[(h->rhead + i) & (h->rcap - 1)];
+}
+
+static int ring_push(struct half *h, int64_t start, int64_t end, uint64_t ts)
+{
+	struct seg_rec *r;
+
+	if (h->rlen == h->rcap) {
+		if (h->rcap >= RING_MAX) {	/* forget the oldest */
+			h->rhead = (h->rhead + 1) & (h->rcap - 1);
+			h->rlen--;
+		} else {
+			uint32_t n = h->rcap ? h->rcap * 2 : RING_MIN, i;
+			struct seg_rec *v = malloc(n * sizeof(*v));
+
+			if (!v)
+				return -1;
+			for (i = 0; i < h->rlen; i++)
+				v[i] = *ring_at(h, i);
+			free(h->ring);
+			h->ring = v;
+			h->rcap = n;
+			h->rhead = 0;
+		}
+	}
+	r = ring_at(h, h->rlen++);
+	r->start = start;
+	r->end = end;
+	r->ts = ts;
+	r->rexmit = 0;
+	return 0;
+}
+
+/* Karn: segments overlapping [start, end) were sent more than once. */
+static void ring_mark_rexmit(struct half *h, int64_t start, int64_t end)
+{
+	uint32_t lo = 0, hi = h->rlen;
+
+	while (lo < hi) {	/* first segment ending after start */
+		uint32_t mid = (lo + hi) / 2;
+
+		if (ring_at(h, mid)->end <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < h->rlen && ring_at(h, lo)->start < end; lo++)
+		ring_at(h, lo)->rexmit = 1;
+}
+
+/*
+ * The peer acknowledged everything below @ack: drop those segments. A
+ * segment ending exactly at @ack that was sent once gives an RTT sample.
+ */
+static int ring_ack(struct half *h, int64_t ack, uint64_t ts, uint32_t *rtt_us)
+{
+	int sampled = 0;
+
+	while (h->rlen && ring_at(h, 0)->end <= ack) {
+		struct seg_rec *r = ring_at(h, 0);
+
+		if (r->end == ack && !r->rexmit && ts >= r->ts) {
+			*rtt_us = (uint32_t)((ts - r->ts) / 1000);
+			sampled = 1;
+		}
+		h->rhead = (h->rhead + 1) & (h->rcap - 1);
+		h->rlen--;
+	}
+	return sampled;
+}
+
+/* ---- holes: sequence ranges below snd_max never seen in the capture ---- */
+
+static void hole_add(struct half *h, int64_t l, int64_t r)
+{
+	if (h->nholes == MAX_HOLES) {	/* forget the oldest gap */
+		memmove(h->hole_l, h->hole_l + 1, (MAX_HOLES - 1) * sizeof(int64_t));
+		memmove(h->hole_r, h->hole_r + 1, (MAX_HOLES - 1) * sizeof(int64_t));
+		h->nholes--;
+	}
+	h->hole_l[h->nholes] = l;
+	h->hole_r[h->nholes] = r;
+	h->nholes++;
+}
+
+/* Remove [l, r) from the holes; return how many bytes it filled. */
+static int64_t hole_fill(struct half *h, int64_t l, int64_t r)
+{
+	int64_t filled = 0;
+	int i = 0;
+
+	while (i < h->nholes) {
+		int64_t hl = h->hole_l[i], hr = h->hole_r[i];
+		int64_t ol = l > hl ? l : hl, or = r < hr ? r : hr;
+
+		if (ol >= or) {
+			i++;
+			continue;
+		}
+		filled += or - ol;
+		if (ol > hl && or < hr) {		/* split in two */
+			h->hole_r[i] = ol;
+			hole_add(h, or, hr);
+			i++;
+		} else if (ol > hl) {
+			h->hole_r[i++] = ol;
+		} else if (or < hr) {
+			h->hole_l[i++] = or;
+		} else {				/* filled whole */
+			memmove(h->hole_l + i, h->hole_l + i + 1,
+				(h->nholes - i - 1) * sizeof(int64_t));
+			memmove(h->hole_r + i, h->hole_r + i + 1,
+				(h->nholes - i - 1) * sizeof(int64_t));
+			h->nholes--;
+		}
+	}
+	return filled;
+}
+
+/* ---- retransmission episodes ---- */
+
+static void add_event(struct tv_flows *f, const struct conn *c, int dir,
+		      int kind, uint32_t frame, uint64_t ts, int64_t seq,
+		      uint32_t len, uint64_t silence, uint32_t dupacks,
+		      uint32_t backoff)
+{
+	struct tv_event *e;
+
+	if (f->nevents == f->capevents) {
+		size_t n = f->capevents ? f->capevents * 2 : 256;
+		struct tv_event *v = realloc(f->events, n * sizeof(*v));
+
+		if (!v)
+			return;		/* the counters in tv_dirstats stay right */
+		f->events = v;
+		f->capevents = n;
+	}
+	e = &f->events[f->nevents++];
+	e->conn = c->id;
+	e->dir = (uint8_t)dir;
+	e->kind = (uint8_t)kind;
+	e->frame = frame;
+	e->ts_ns = ts;
+	e->seq = seq;
+	e->len = len;
+	e->silence_ns = silence;
+	e->dupacks = dupacks;
+	e->backoff = backoff;
+}
+
+/*
+ * Why was [s, s+len) sent again? After silence longer than the timer could
+ * be, a timeout; otherwise, when the receiver's duplicate ACKs or SACK
+ * blocks reported a loss, a fast retransmit. Resends inside an episode
+ * (until the ACK passes the data outstanding when it began) add no event.
+ */
+static uint16_t classify_rexmit(struct tv_flows *f, struct conn *c, int dir,
+				int64_t s, uint32_t len, uint64_t ts, uint32_t frame)
+{
+	struct half *me = &c->h[dir], *peer = &c->h[!dir];
+	uint64_t silence = me->last_rx_ns && ts > me->last_rx_ns ?
+			   ts - me->last_rx_ns : 0;
+	uint64_t thr = f->opts.rto_min_ns;
+	int64_t una = peer->have_ack ? peer->last_ack : s;
+
+	if (me->srtt_us * 1000.0 > (double)thr)
+		thr = (uint64_t)(me->srtt_us * 1000.0);
+	if (silence >= thr && me->last_rx_ns && s <= una) {
+		add_event(f, c, dir, 1, frame, ts, s, len, silence,
+			  peer->dup_run, me->backoff);
+		me->backoff++;
+		me->st.rto_events++;
+		me->in_recovery = 1;
+		me->recovery_point = me->snd_max;
+		return TV_EV_TIMEOUT_RETX;
+	}
+	if (!me->in_recovery && (peer->dup_run >= 3 || peer->sacked_hi > s)) {
+		add_event(f, c, dir, 2, frame, ts, s, len, silence,
+			  peer->dup_run, me->backoff);
+		me->st.fast_retransmits++;
+		me->in_recovery = 1;
+		me->recovery_point = me->snd_max;
+		return TV_EV_FAST_RETX;
+	}
+	return 0;
+}
+
+/* ---- the segment's payload, from the sender's side ---- */
+
+static uint16_t sender_data(struct tv_flows *f, struct conn *c, int dir,
+			    const struct tv_segment *seg, int64_t s, uint64_t ts,
+			    uint32_t frame)
+{
+	struct half *me = &c->h[dir], *peer = &c->h[!dir];
+	struct tv_dirstats *st = &me->st;
+	int syn = !!(seg->flags & TV_SYN), fin = !!(seg->flags & TV_FIN);
+	int64_t ds = s + syn, de = ds + seg->payload, end = de + fin;
+	uint16_t ev = 0;
+
+	if (seg->payload) {
+		int64_t old_end;
+
+		st->data_packets++;
+		st->data_bytes += seg->payload;
+		if (seg->payload > st->seg_max)
+			st->seg_max = seg->payload;
+		if (seg->payload < st->seg_min)
+			st->seg_min = seg->payload;
+		if (seg->captured_payload < seg->payload)
+			st->truncated++;
+		if (!st->data_first_ns)
+			st->data_first_ns = ts;
+		st->data_last_ns = ts;
+		if (seg->flags & TV_PSH)
+			st->pushed++;
+		if (seg->flags & TV_URG)
+			st->urgent++;
+		if (st->data_packets == 1 || ds < st->stream_first)
+			st->stream_first = ds;
+		if (st->data_packets == 1 || de > st->stream_last)
+			st->stream_last = de;
+
+		/* the peer's window was closed: a window probe, not a resend */
+		if (peer->have_ack && peer->last_win == 0 && seg->payload <= 1) {
+			st->zwnd_probes++;
+			st->zwnd_probe_bytes += seg->payload;
+			ev |= TV_EV_WIN_PROBE;
+		}
+
+		old_end = me->have_seq ? me->snd_max : ds;
+		if (ds > old_end) {
+			hole_add(me, old_end, ds);
+			st->missed_bytes += (uint64_t)(ds - old_end);
+			ev |= TV_EV_MISSED;
+		}
+		if (ds < old_end) {
+			int64_t ov_end = de < old_end ? de : old_end;
+			int64_t fresh = hole_fill(me, ds, ov_end);
+			int64_t again = ov_end - ds - fresh;
+
+			if (again > 0 && !(ev & TV_EV_WIN_PROBE)) {
+				st->rexmit_packets++;
+				st->rexmit_bytes += (uint64_t)again;
+				ev |= TV_EV_RETRANS;
+				ring_mark_rexmit(me, ds, ov_end);
+				ev |= classify_rexmit(f, c, dir, ds, seg->payload,
+						      ts, frame);
+			} else if (again <= 0) {
+				st->ooo_packets++;
+				ev |= TV_EV_OOO;
+			}
+		}
+	}
+	if (end > s && (!me->have_seq || end > me->snd_max)) {
+		int64_t from = me->have_seq && me->snd_max > s ? me->snd_max : s;
+
+		if (ring_push(me, from, end, ts) < 0)
+			return ev;
+	} else if (end > s && (syn || fin) && !seg->payload) {
+		ring_mark_rexmit(me, s, end);	/* a resent SYN or FIN */
+	}
+	if (!me->have_seq || end > me->snd_max) {
+		me->snd_max = end;
+		me->have_seq = 1;
+	}
+	return ev;
+}
+
+/* ---- the segment's ACK, window and SACK blocks, about the peer's data ---- */
+
+static uint16_t receiver_ack(struct conn *c, int dir, const struct tv_segment *seg,
+			     uint32_t win, uint64_t ts, struct tv_pkt_result *out)
+{
+	struct half *me = &c->h[dir], *peer = &c->h[!dir];
+	int64_t a = out->ack;
+	int pure = !seg->payload && !(seg->flags & (TV_SYN | TV_FIN | TV_RST));
+	uint16_t ev = 0;
+	uint32_t rtt;
+	int k;
+
+	me->st.ack_packets++;
+	if (pure)
+		me->st.pure_acks++;
+
+	if (seg->nsack) {
+		me->st.sack_packets++;
+		me->st.sack_blocks += seg->nsack;
+		if (seg->nsack > me->st.max_sack_blocks)
+			me->st.max_sack_blocks = seg->nsack;
+		for (k = 0; k < seg->nsack; k++) {
+			out->sack[k][0] = rel(peer, seg->sack[k][0]);
+			out->sack[k][1] = rel(peer, seg->sack[k][1]);
+		}
+		/* D-SACK (RFC 2883): first block below the ACK or inside the second */
+		if (out->sack[0][1] <= a ||
+		    (seg->nsack > 1 && out->sack[0][0] >= out->sack[1][0] &&
+		     out->sack[0][1] <= out->sack[1][1]))
+			me->st.dsack_packets++;
+		for (k = 0; k < seg->nsack; k++)
+			if (out->sack[k][1] > me->sacked_hi && out->sack[k][0] >= a)
+				me->sacked_hi = out->sack[k][1];
+	}
+
+	if (pure && me->have_ack && a == me->last_ack && win == me->last_win &&
+	    peer->have_seq && peer->snd_max > a) {
+		ev |= TV_EV_DUPACK;
+		peer->st.dupacks++;
+		if (++me->dup_run == 3)
+			peer->st.triple_dupacks++;
+	} else if (!me->have_ack || a > me->last_ack) {
+		me->have_ack = 1;
+		me->last_ack = a;
+		me->dup_run = 0;
+		me->sacked_hi = 0;
+		peer->backoff = 0;
+		if (peer->in_recovery && a >= peer->recovery_point)
+			peer->in_recovery = 0;
+	}
+	me->last_win = win;
+
+	if (ring_ack(peer, a, ts, &rtt)) {
+		struct tv_dirstats *ps = &peer->st;
+		double v = rtt;
+
+		if (!ps->rtt_n || v < ps->rtt_min)
+			ps->rtt_min = v;
+		if (v > ps->rtt_max)
+			ps->rtt_max = v;
+		ps->rtt_n++;
+		ps->rtt_sum += v;
+		ps->rtt_sumsq += v * v;
+		if (ps->rtt_3whs < 0 && peer->syn_seen && a == 1)
+			ps->rtt_3whs = v;
+		peer->srtt_us = peer->srtt_us ? 0.875 * peer->srtt_us + 0.125 * v : v;
+		out->has_rtt = 1;
+		out->rtt_us = rtt;
+	}
+	if (peer->have_seq && peer->snd_max >= a) {
+		int64_t fl = peer->snd_max - a;
+
+		out->has_inflight = 1;
+		out->inflight = fl > UINT32_MAX ? UINT32_MAX : (uint32_t)fl;
+	}
+	return ev;
+}
+
+/* Copies a capture device made: same bytes, a moment apart. */
+static int hardware_dup(struct half *h, const struct tv_segment *seg,
+			uint64_t ts, uint64_t window)
+{
+	int dup = h->have_prev && seg->seq == h->prev_seq &&
+		  seg->ack == h->prev_ack && seg->payload == h->prev_len &&
+		  seg->ip_id == h->prev_ipid && seg->win == h->prev_win &&
+		  seg->flags == h->prev_flags && seg->family == 4 &&
+		  ts - h->prev_ts < window;
+
+	h->have_prev = 1;
+	h->prev_seq = seg->seq;
+	h->prev_ack = seg->ack;
+	h->prev_len = seg->payload;
+	h->prev_ipid = seg->ip_id;
+	h->prev_win = seg->win;
+	h->prev_flags = seg->flags;
+	h->prev_ts = ts;
+	return dup;
+}
+
+static void syn_options(struct conn *c, int dir, const struct tv_segment *seg)
+{
+	struct half *me = &c->h[dir];
+
+	me->st.syn++;
+	if (!me->syn_seen) {
+		me->syn_seen = 1;
+		me->isn = seg->seq;
+	}
+	if (!me->have_base) {	/* relative 0 is the SYN, data starts at 1 */
+		me->have_base = 1;
+		me->base = seg->seq;
+	}
+	if (seg->has_mss)
+		me->st.mss = seg->mss;
+	if (seg->has_wscale)
+		me->st.wscale_offered = seg->wscale > WSCALE_MAX ? WSCALE_MAX : seg->wscale;
+	if (seg->sack_permitted)
+		me->st.sack_ok = 1;
+	if (seg->has_ts)
+		me->st.ts_ok = 1;
+}
+
+/* RFC 7323: scaling applies once both SYNs offered it, never to SYNs. */
+static int window_shift(const struct conn *c, int dir)
+{
+	if (c->h[0].st.wscale_offered < 0 || c->h[1].st.wscale_offered < 0)
+		return -1;
+	return c->h[dir].st.wscale_offered;
+}
+
+int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
+		 const struct tv_segment *seg, struct tv_pkt_result *out)
+{
+	struct conn *c;
+	struct half *me, *peer;
+	struct tv_dirstats *st;
+	int dir, shift;
+	uint32_t win;
+
+	c = lookup(f, seg, ts, &dir);
+	if (!c)
+		return -1;
+	me = &c->h[dir];
+	peer = &c->h[!dir];
+	st = &me->st;
+	memset(out, 0, sizeof(*out));
+	out->conn = c->id;
+	out->dir = (uint8_t)dir;
+
+	c->packets++;
+	c->last_ns = ts;
+	st->packets++;
+	if (!st->first_ns)
+		st->first_ns = ts;
+	st->last_ns = ts;
+
+	if (seg->flags & TV_SYN)
+		syn_options(c, dir, seg);
+	if (seg->flags & TV_FIN) {
+		st->fin++;
+		me->fin_seen = 1;
+	}
+	if (seg->flags & TV_RST) {
+		st->rst++;
+		c->reset = 1;
+	}
+
+	shift = (seg->flags & TV_SYN) ? -1 : window_shift(c, dir);
+	win = shift > 0 ? (uint32_t)seg->win << shift : seg->win;
+	out->win = win;
+	out->seq = rel(me, seg->seq);
+	out->ack = (seg->flags & TV_ACK) ? rel(peer, seg->ack) : 0;
+
+	if (hardware_dup(me, seg, ts, f->opts.hwdup_ns)) {
+		st->hw_dups++;
+		out->ev = TV_EV_HW_DUP;
+		return 0;
+	}
+
+	if (!(seg->flags & TV_RST)) {
+		if (win < st->win_min)
+			st->win_min = win;
+		if (win > st->win_max)
+			st->win_max = win;
+		st->win_sum += win;
+		st->win_n++;
+		if (win == 0) {
+			st->zero_win_adv++;
+			out->ev |= TV_EV_ZERO_WIN;
+		}
+	}
+
+	out->ev |= sender_data(f, c, dir, seg, out->seq, ts, frame);
+	if (seg->flags & TV_ACK)
+		out->ev |= receiver_ack(c, dir, seg, win, ts, out);
+	peer->last_rx_ns = ts;
+	return 0;
+}
+
+size_t tv_flows_count(const struct tv_flows *f)
+{
+	return f->nconns;
+}
+
+void tv_flows_info(const struct tv_flows *f, size_t i, struct tv_conn_info *out)
+{
+	const struct conn *c = f->conns[i];
+	int d;
+
+	memset(out, 0, sizeof(*out));
+	out->id = c->id;
+	out->family = c->key.family;
+	memcpy(out->a_addr, c->a_addr, 16);
+	memcpy(out->b_addr, c->b_addr, 16);
+	out->a_port = c->a_port;
+	out->b_port = c->b_port;
+	out->first_ns = c->first_ns;
+	out->last_ns = c->last_ns;
+	out->packets = c->packets;
+	out->a_isn = c->h[0].have_base ? c->h[0].base : 0;
+	out->b_isn = c->h[1].have_base ? c->h[1].base : 0;
+	out->handshake = c->h[0].syn_seen && c->h[1].syn_seen;
+	out->reset = c->reset;
+	out->closed = c->reset || (c->h[0].fin_seen && c->h[1].fin_seen);
+	for (d = 0; d < 2; d++) {
+		const struct half *h = &c->h[d];
+
+		out->dir[d] = h->st;
+		out->dir[d].unique_bytes = h->st.data_bytes - h->st.rexmit_bytes;
+		out->dir[d].wscale = window_shift(c, d);
+		if (out->dir[d].win_min == UINT64_MAX)
+			out->dir[d].win_min = 0;
+		if (out->dir[d].seg_min == UINT64_MAX)
+			out->dir[d].seg_min = 0;
+	}
+}
+
+size_t tv_flows_nevents(const struct tv_flows *f)
+{
+	return f->nevents;
+}
+
+const struct tv_event *tv_flows_event(const struct tv_flows *f, size_t i)
+{
+	return &f->events[i];
+}

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* scan.c - the libpcap read loop that feeds decode, flows and batches. */
+#include <stdio.h>
+#include <string.h>
+
+#include "decode.h"
+#include "scan.h"
+
+int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts)
+{
+	char err[PCAP_ERRBUF_SIZE] = "";
+
+	memset(s, 0, sizeof(*s));
+	s->pcap = pcap_open_offline_with_tstamp_precision(path,
+			PCAP_TSTAMP_PRECISION_NANO, err);
+	if (!s->pcap) {
+		snprintf(s->errbuf, sizeof(s->errbuf), "%s", err);
+		return -1;
+	}
+	s->dlt = pcap_datalink(s->pcap);
+	if (!tv_dlt_supported(s->dlt)) {
+		const char *name = pcap_datalink_val_to_name(s->dlt);
+
+		snprintf(s->errbuf, sizeof(s->errbuf),
+			 "unsupported link type %d (%s)", s->dlt,
+			 name ? name : "unknown");
+		tv_scan_close(s);
+		return -1;
+	}
+	s->flows = tv_flows_new(opts);
+	if (!s->flows) {
+		snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
+		tv_scan_close(s);
+		return -1;
+	}
+	return 0;
+}
+
+static void append_row(struct tv_batch *b, const struct tv_segment *seg,
+		       const struct tv_pkt_result *r, uint64_t frame,
+		       uint64_t ts, uint32_t wire_len)
+{
+	size_t i = b->n;
+	int32_t off = b->sack_off[i];
+	int k;
+
+	b->frame[i] = (uint32_t)frame;
+	b->ts_ns[i] = (int64_t)ts;
+	b->conn[i] = r->conn;
+	b->dir[i] = r->dir;
+	b->seq[i] = r->seq;
+	b->ack[i] = r->ack;
+	b->flags[i] = seg->flags;
+	b->win[i] = r->win;
+	b->len[i] = seg->payload;
+	b->wire_len[i] = wire_len;
+	b->ev[i] = r->ev;
+	if (seg->has_ts) {
+		b->tsval[i] = seg->tsval;
+		b->tsecr[i] = seg->tsecr;
+		tv_set_valid(b->valid_tsval, i);
+		tv_set_valid(b->valid_tsecr, i);
+	}
+	if (r->has_rtt) {
+		b->rtt_us[i] = r->rtt_us;
+		tv_set_valid(b->valid_rtt_us, i);
+	}
+	if (r->has_inflight) {
+		b->inflight[i] = r->inflight;
+		tv_set_valid(b->valid_inflight, i);
+	}
+	if (seg->has_mss) {
+		b->mss[i] = seg->mss;
+		tv_set_valid(b->valid_mss, i);
+	}
+	if (seg->has_wscale) {
+		b->wscale[i] = seg->wscale;
+		tv_set_valid(b->valid_wscale, i);
+	}
+	if (seg->ngwa_state == 1) {
+		b->ngwa[i] = seg->ngwa;
+		tv_set_valid(b->valid_ngwa, i);
+	}
+	for (k = 0; k < seg->nsack; k++) {
+		b->sack_l[off] = r->sack[k][0];
+		b->sack_r[off] = r->sack[k][1];
+		off++;
+	}
+	b->sack_off[i + 1] = off;
+	b->n++;
+}
+
+int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_frames)
+{
+	struct pcap_pkthdr *h;
+	const u_char *data;
+	struct tv_segment seg;
+	struct tv_pkt_result res;
+	uint64_t budget = max_frames;
+
+	while (!b || b->n < b->cap) {
+		int rc;
+		uint64_t ts;
+
+		if (!b && budget-- == 0)
+			return TV_SCAN_MORE;
+		rc = pcap_next_ex(s->pcap, &h, &data);
+		if (rc == PCAP_ERROR_BREAK) {
+			s->status = TV_SCAN_EOF;
+			return s->status;
+		}
+		if (rc != 1) {
+			const char *msg = pcap_geterr(s->pcap);
+
+			snprintf(s->errbuf, sizeof(s->errbuf), "%s", msg);
+			s->status = strstr(msg, "truncated") ? TV_SCAN_TRUNCATED
+							     : TV_SCAN_ERROR;
+			return s->status;
+		}
+		s->frames++;
+		s->captured_bytes += h->caplen;
+		/* libpcap was opened for nanoseconds: tv_usec holds ns */
+		ts = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+		if (s->frames == 1 || ts < s->first_ns)
+			s->first_ns = ts;
+		if (ts > s->last_ns)
+			s->last_ns = ts;
+
+		switch (tv_decode(s->dlt, data, h->caplen, h->len, &seg)) {
+		case TV_OK:
+			break;
+		case TV_NOT_TCP:
+			s->not_tcp++;
+			continue;
+		case TV_FRAGMENT:
+			s->fragments++;
+			continue;
+		case TV_TOO_SHORT:
+			s->too_short++;
+			continue;
+		default:
+			s->malformed++;
+			continue;
+		}
+		s->tcp++;
+		if (tv_flows_add(s->flows, ts, (uint32_t)s->frames, &seg, &res) < 0) {
+			snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
+			s->status = TV_SCAN_ERROR;
+			return s->status;
+		}
+		if (b) {
+			if (!tv_batch_reserve_sack(b, seg.nsack)) {
+				snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
+				s->status = TV_SCAN_ERROR;
+				return s->status;
+			}
+			append_row(b, &seg, &res, s->frames, ts, h->len);
+		}
+	}
+	return TV_SCAN_MORE;
+}
+
+void tv_scan_close(struct tv_scan *s)
+{
+	if (s->pcap)
+		pcap_close(s->pcap);
+	s->pcap = NULL;
+	tv_flows_free(s->flows);
+	s->flows = NULL;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * scan.h - one pass over a capture file with libpcap: decode every frame,
+ * run the per-connection analysis, and append the TCP segments to batches.
+ */
+#ifndef TCPVAR_SCAN_H
+#define TCPVAR_SCAN_H
+
+#include <stdint.h>
+#include <pcap/pcap.h>
+
+#include "columns.h"
+#include "flows.h"
+
+enum tv_scan_status {
+	TV_SCAN_MORE = 0,	/* call again */
+	TV_SCAN_EOF,		/* the whole file was read */
+	TV_SCAN_TRUNCATED,	/* the file ends inside a record: all before it was read */
+	TV_SCAN_ERROR,		/* a read error; message in errbuf */
+};
+
+struct tv_scan {
+	pcap_t *pcap;
+	int dlt;
+	struct tv_flows *flows;
+	int status;
+
+	/* what the frames were */
+	uint64_t frames, tcp, not_tcp, fragments, too_short, malformed;
+	uint64_t first_ns, last_ns;
+	uint64_t captured_bytes;	/* sum of captured lengths */
+	char errbuf[PCAP_ERRBUF_SIZE + 128];
+};
+
+/* Open @path; on failure return -1 with a message in s->errbuf. */
+int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts);
+
+/*
+ * Read frames until @b is full (or, without a batch, @max_frames frames were
+ * read) or the file ends. Returns a tv_scan_status.
+ */
+int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_frames);
+
+void tv_scan_close(struct tv_scan *s);
+
+#endif

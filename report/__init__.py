@@ -1,0 +1,1 @@
+"""Presentation: terminal tables, JSON/CSV exports and plots."""

@@ -1,0 +1,89 @@
+"""Rich tables for people: connections, fairness, query results."""
+from __future__ import annotations
+
+from rich import box
+from rich.table import Table
+
+from tcpvar.analyzers.connections import DIRECTIONS
+
+
+def si(value, unit: str = "", digits: int = 3) -> str:
+    """1234567 -> '1.23 M' + unit; None -> '-'."""
+    if value is None:
+        return "-"
+    value = float(value)
+    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.{digits}g} {prefix}{unit}"
+    return f"{value:.{digits}g} {unit}".rstrip()
+
+
+def ms(value) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def connections_table(capture: dict) -> Table:
+    """Per connection and direction, the figures people compare first."""
+    t = Table(title=f"{capture['path']}: {len(capture['connections'])} TCP connections",
+              box=box.SIMPLE_HEAVY, title_justify="left")
+    for name, justify in (("#", "right"), ("from → to", "left"), ("pkts", "right"),
+                          ("data pkts", "right"), ("data bytes", "right"),
+                          ("unique", "right"), ("rexmit pkts", "right"),
+                          ("rexmit bytes", "right"), ("ooo", "right"),
+                          ("dupacks", "right"), ("RTO/fast", "right"),
+                          ("RTT avg ms (n)", "right"), ("throughput", "right"),
+                          ("goodput", "right")):
+        t.add_column(name, justify=justify, no_wrap=(name != "from → to"))
+    for conn in capture["connections"]:
+        for i, direction in enumerate(DIRECTIONS):
+            s = conn[direction]
+            ends = (conn["a"], conn["b"]) if direction == "a2b" else (conn["b"], conn["a"])
+            t.add_row(str(conn["id"]) if i == 0 else "", f"{ends[0]} → {ends[1]}",
+                      str(s["packets"]), str(s["data_packets"]), si(s["data_bytes"], "B"),
+                      si(s["unique_bytes"], "B"), str(s["retransmitted_packets"]),
+                      si(s["retransmitted_bytes"], "B"), str(s["out_of_order_packets"]),
+                      str(s["duplicate_acks"]), f"{s['rto_events']}/{s['fast_retransmits']}",
+                      f"{ms(s['rtt_avg_ms'])} ({s['rtt_samples']})",
+                      si(s["throughput_bps"], "bit/s"), si(s["goodput_bps"], "bit/s"),
+                      end_section=(i == 1))
+    return t
+
+
+def fairness_table(capture_path: str, result: dict) -> Table:
+    t = Table(title=f"{capture_path}: fairness", box=box.SIMPLE_HEAVY,
+              title_justify="left")
+    t.add_column("flow", justify="right")
+    t.add_column("sender")
+    t.add_column("unique bytes", justify="right")
+    t.add_column("goodput", justify="right")
+    for f in result["flows"]:
+        t.add_row(str(f["conn"]), f["sender"], si(f["unique_bytes"], "B"),
+                  si(f["goodput_bps"], "bit/s"))
+    return t
+
+
+def fairness_lines(result: dict) -> list[str]:
+    """The summary under the fairness table."""
+    def num(v, fmt="{:.3f}"):
+        return "-" if v is None else fmt.format(v)
+
+    lines = [f"Jain's index over {len(result['flows'])} flows: {num(result['jain'])}"]
+    if result["intervals"]:
+        lines.append(f"per interval ({len(result['intervals'])} intervals with every flow "
+                     f"active): mean {num(result.get('jain_intervals_mean'))}, "
+                     f"min {num(result.get('jain_intervals_min'))}")
+    fr = result.get("friendliness")
+    if fr:
+        lines.append(f"friendliness of flow {fr['variant']} against flow {fr['reference']}: "
+                     f"ratio {num(fr['ratio'])}, difference "
+                     f"{num(fr['percent_difference'], '{:.1f}')}%")
+    return lines
+
+
+def rows_table(columns: list[str], rows: list[tuple]) -> Table:
+    t = Table(box=box.SIMPLE_HEAVY)
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*("NULL" if v is None else str(v) for v in r))
+    return t

@@ -1,0 +1,16 @@
+"""Declares the libpcap C extension; everything else is in setup.cfg."""
+from setuptools import Extension, setup
+
+NATIVE = "ingest/native/"
+
+setup(
+    ext_modules=[
+        Extension(
+            "tcpvar.ingest._pcapscan",
+            sources=[NATIVE + f for f in ("module.c", "decode.c", "flows.c", "columns.c", "scan.c")],
+            depends=[NATIVE + f for f in ("decode.h", "flows.h", "columns.h", "scan.h")],
+            libraries=["pcap"],
+            extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        )
+    ]
+)

@@ -1,0 +1,93 @@
+"""Opening the store, applying its schema, and the few operations on it
+that every stage shares (transactions, capture bookkeeping, user queries)."""
+from __future__ import annotations
+
+import contextlib
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from tcpvar.errors import StoreError
+
+SCHEMA_VERSION = "1"
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+class Store:
+    """A tcpvar workspace database (default ./tcpvar.duckdb)."""
+
+    def __init__(self, path: str | Path = "tcpvar.duckdb", read_only: bool = False):
+        self.path = str(path)
+        if Path(self.path).is_dir():
+            raise StoreError(f"store {self.path}: is a directory, not a DuckDB file")
+        if read_only and not Path(self.path).exists():
+            raise StoreError(f"store {self.path}: no such database (run `tcpvar analyze` first)")
+        try:
+            self.con = duckdb.connect(self.path, read_only=read_only)
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open store {self.path}: {_one_line(exc)}") from None
+        if not read_only:
+            self._apply_schema()
+        self._check_version()
+
+    def _apply_schema(self) -> None:
+        self.con.execute(resources.files("tcpvar.store").joinpath("schema.sql").read_text())
+        # the analyzers' views over the tables, replaced on every open
+        self.con.execute(
+            resources.files("tcpvar.analyzers").joinpath("sql/views.sql").read_text())
+        self.con.execute(
+            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
+            [SCHEMA_VERSION],
+        )
+
+    def _check_version(self) -> None:
+        try:
+            row = one(self.con, "SELECT value FROM meta WHERE key = 'schema_version'")
+        except duckdb.Error:
+            raise StoreError(f"store {self.path}: not a tcpvar database") from None
+        if row is None or row[0] != SCHEMA_VERSION:
+            found = row[0] if row else "none"
+            raise StoreError(
+                f"store {self.path}: schema version {found}, this tcpvar needs "
+                f"{SCHEMA_VERSION}; use a new --db file")
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """All or nothing: an interrupted ingest leaves the store as it was."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield self.con
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+
+    def query(self, sql: str, params=None):
+        """Run a user's SQL; return (column names, rows)."""
+        try:
+            rel = self.con.execute(sql, params or [])
+            if rel.description is None:
+                return [], []
+            return [d[0] for d in rel.description], rel.fetchall()
+        except duckdb.Error as exc:
+            raise StoreError(f"query failed: {_one_line(exc)}") from None
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def one(con, sql: str, params=None):
+    """The first row of a query, or None. Reads the whole result: DuckDB
+    refuses other work on a connection with a partly fetched result."""
+    rows = con.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None

@@ -1,0 +1,46 @@
+"""The errors tcpvar reports to its users, each with the exit status it maps to.
+
+The command line prints the message of a TcpvarError on one line and exits
+with its status; anything else is a bug and is reported as such.
+"""
+from enum import IntEnum
+
+
+class ExitStatus(IntEnum):
+    OK = 0
+    ERROR = 1           # an unexpected failure (a bug): run again with --traceback
+    USAGE = 2           # bad command-line usage (Click's own status)
+    BAD_INPUT = 3       # a file that cannot be analysed: missing, empty, not a capture...
+    NO_TCP = 4          # the input was read but holds no TCP connection
+    STORE = 5           # the DuckDB store cannot be opened or queried
+    INTERRUPTED = 130   # Ctrl-C
+
+
+class TcpvarError(Exception):
+    """An error with a one-line message meant for the user."""
+
+    status = ExitStatus.ERROR
+
+
+class InputError(TcpvarError):
+    """A capture file that cannot be read or understood."""
+
+    status = ExitStatus.BAD_INPUT
+
+
+class NoTcpError(TcpvarError):
+    """A readable capture without any TCP segment."""
+
+    status = ExitStatus.NO_TCP
+
+
+class StoreError(TcpvarError):
+    """The store cannot be opened, or a user's query failed."""
+
+    status = ExitStatus.STORE
+
+
+class UsageError(TcpvarError):
+    """Options that do not fit together or name what does not exist."""
+
+    status = ExitStatus.USAGE
