@@ -27,7 +27,7 @@
 struct seg_rec {
 	int64_t start, end;
 	uint64_t ts;
-	int rexmit;
+	int no_sample;		/* sent again, or acked part-way: Karn says no RTT */
 };
 
 struct half {
@@ -54,9 +54,10 @@ struct half {
 	/* receiver: the ACKs this half sends about the peer's data */
 	int have_ack;
 	int64_t last_ack;
-	uint32_t last_win;
+	uint32_t win_last;	/* window of the last non-RST packet (0 without ACK/SYN) */
 	uint32_t dup_run;	/* duplicate ACKs in a row for last_ack */
 	int64_t sacked_hi;	/* highest SACKed edge since the ACK last moved */
+	int win_scaled_seen;	/* window stats restarted at the first scaled window */
 
 	/* the previous segment, to spot copies made by the capture hardware */
 	int have_prev;
@@ -320,74 +321,133 @@ static int64_t rel(struct half *h, uint32_t raw)
 
 static struct seg_rec *ring_at(struct half *h, uint32_t i)
 {
-	return &h->ring[(h->rhead + i) & (h->rcap - 1)];
+	return &h->ring[h->rhead + i];
 }
 
-static int ring_push(struct half *h, int64_t start, int64_t end, uint64_t ts)
+/* Room for one more segment at the end of the array; 1 if the oldest was
+ * forgotten to make it, -1 when out of memory. */
+static int ring_room(struct half *h)
 {
-	struct seg_rec *r;
+	int dropped = 0;
 
-	if (h->rlen == h->rcap) {
-		if (h->rcap >= RING_MAX) {	/* forget the oldest */
-			h->rhead = (h->rhead + 1) & (h->rcap - 1);
-			h->rlen--;
-		} else {
-			uint32_t n = h->rcap ? h->rcap * 2 : RING_MIN, i;
-			struct seg_rec *v = malloc(n * sizeof(*v));
-
-			if (!v)
-				return -1;
-			for (i = 0; i < h->rlen; i++)
-				v[i] = *ring_at(h, i);
-			free(h->ring);
-			h->ring = v;
-			h->rcap = n;
-			h->rhead = 0;
-		}
+	if (h->rhead + h->rlen < h->rcap)
+		return 0;
+	if (h->rcap >= RING_MAX && h->rhead == 0) {
+		h->rhead++;
+		h->rlen--;
+		dropped = 1;
 	}
-	r = ring_at(h, h->rlen++);
-	r->start = start;
-	r->end = end;
-	r->ts = ts;
-	r->rexmit = 0;
+	if (h->rhead > 0) {
+		memmove(h->ring, h->ring + h->rhead, h->rlen * sizeof(*h->ring));
+		h->rhead = 0;
+		return dropped;
+	} else {
+		uint32_t n = h->rcap ? h->rcap * 2 : RING_MIN;
+		struct seg_rec *v = realloc(h->ring, n * sizeof(*v));
+
+		if (!v)
+			return -1;
+		h->ring = v;
+		h->rcap = n;
+	}
 	return 0;
 }
 
-/* Karn: segments overlapping [start, end) were sent more than once. */
-static void ring_mark_rexmit(struct half *h, int64_t start, int64_t end)
+/* Record a segment sent at @ts at position @i (kept in sequence order). */
+static int ring_insert(struct half *h, uint32_t i, int64_t start, int64_t end, uint64_t ts)
+{
+	struct seg_rec *r;
+	int dropped = ring_room(h);
+
+	if (dropped < 0)
+		return -1;
+	if (dropped && i)
+		i--;
+	if (i > h->rlen)
+		i = h->rlen;
+	r = ring_at(h, i);
+	memmove(r + 1, r, (h->rlen - i) * sizeof(*r));
+	h->rlen++;
+	r->start = start;
+	r->end = end;
+	r->ts = ts;
+	r->no_sample = 0;
+	return 0;
+}
+
+static void ring_pop(struct half *h)
+{
+	h->rhead++;
+	h->rlen--;
+	if (!h->rlen)
+		h->rhead = 0;
+}
+
+/* Index of the first outstanding segment that ends after @seq. */
+static uint32_t ring_find(struct half *h, int64_t seq)
 {
 	uint32_t lo = 0, hi = h->rlen;
 
-	while (lo < hi) {	/* first segment ending after start */
+	while (lo < hi) {
 		uint32_t mid = (lo + hi) / 2;
 
-		if (ring_at(h, mid)->end <= start)
+		if (ring_at(h, mid)->end <= seq)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	for (; lo < h->rlen && ring_at(h, lo)->start < end; lo++)
-		ring_at(h, lo)->rexmit = 1;
+	return lo;
 }
 
 /*
- * The peer acknowledged everything below @ack: drop those segments. A
- * segment ending exactly at @ack that was sent once gives an RTT sample.
+ * Karn: segments overlapping [start, end) were sent again at @ts. Their
+ * time becomes the resend's, so an ACK that passes them after a later
+ * segment knows that segment's ACK came after a loss.
+ */
+static void ring_mark_rexmit(struct half *h, int64_t start, int64_t end, uint64_t ts)
+{
+	uint32_t i;
+
+	for (i = ring_find(h, start); i < h->rlen && ring_at(h, i)->start < end; i++) {
+		ring_at(h, i)->no_sample = 1;
+		ring_at(h, i)->ts = ts;
+	}
+}
+
+/* Data below the segments from @seq on was sent only now: their ACKs will
+ * come after it, so they give no RTT sample. */
+static void ring_mark_after(struct half *h, int64_t seq)
+{
+	uint32_t i;
+
+	for (i = ring_find(h, seq); i < h->rlen; i++)
+		ring_at(h, i)->no_sample = 1;
+}
+
+/*
+ * The peer acknowledged everything below @ack: drop those segments. Only a
+ * segment that this ACK ends exactly, that was sent once, and that no
+ * segment before it was sent after (that would be an ACK after a loss)
+ * gives an RTT sample.
  */
 static int ring_ack(struct half *h, int64_t ack, uint64_t ts, uint32_t *rtt_us)
 {
+	uint64_t latest = 0;	/* latest send time of the segments passed */
 	int sampled = 0;
 
 	while (h->rlen && ring_at(h, 0)->end <= ack) {
 		struct seg_rec *r = ring_at(h, 0);
 
-		if (r->end == ack && !r->rexmit && ts >= r->ts) {
+		if (r->end == ack && !r->no_sample && r->ts >= latest && ts >= r->ts) {
 			*rtt_us = (uint32_t)((ts - r->ts) / 1000);
 			sampled = 1;
 		}
-		h->rhead = (h->rhead + 1) & (h->rcap - 1);
-		h->rlen--;
+		if (r->ts > latest)
+			latest = r->ts;
+		ring_pop(h);
 	}
+	if (h->rlen && ring_at(h, 0)->start < ack)	/* acked part-way */
+		ring_at(h, 0)->no_sample = 1;
 	return sampled;
 }
 
@@ -471,23 +531,26 @@ static void add_event(struct tv_flows *f, const struct conn *c, int dir,
 }
 
 /*
- * Why was [s, s+len) sent again? After silence longer than the timer could
- * be, a timeout; otherwise, when the receiver's duplicate ACKs or SACK
- * blocks reported a loss, a fast retransmit. Resends inside an episode
- * (until the ACK passes the data outstanding when it began) add no event.
+ * Why was [s, ...) sent again? After silence longer than the timer could
+ * be (at least rto_min and the smoothed RTT), and from the first
+ * unacknowledged byte, a timeout; otherwise, when the receiver's duplicate
+ * ACKs or SACK blocks reported a loss, a fast retransmit. Resends inside an
+ * episode (until the ACK passes what was outstanding when it began) add no
+ * event. Silence counts from the last packet heard from the peer, or from
+ * the first packet sent when the peer never answered (SYN timeouts).
  */
 static uint16_t classify_rexmit(struct tv_flows *f, struct conn *c, int dir,
 				int64_t s, uint32_t len, uint64_t ts, uint32_t frame)
 {
 	struct half *me = &c->h[dir], *peer = &c->h[!dir];
-	uint64_t silence = me->last_rx_ns && ts > me->last_rx_ns ?
-			   ts - me->last_rx_ns : 0;
+	uint64_t since = me->last_rx_ns ? me->last_rx_ns : me->st.first_ns;
+	uint64_t silence = ts > since ? ts - since : 0;
 	uint64_t thr = f->opts.rto_min_ns;
 	int64_t una = peer->have_ack ? peer->last_ack : s;
 
 	if (me->srtt_us * 1000.0 > (double)thr)
 		thr = (uint64_t)(me->srtt_us * 1000.0);
-	if (silence >= thr && me->last_rx_ns && s <= una) {
+	if (silence >= thr && s <= una) {
 		add_event(f, c, dir, 1, frame, ts, s, len, silence,
 			  peer->dup_run, me->backoff);
 		me->backoff++;
@@ -507,81 +570,122 @@ static uint16_t classify_rexmit(struct tv_flows *f, struct conn *c, int dir,
 	return 0;
 }
 
-/* ---- the segment's payload, from the sender's side ---- */
+/*
+ * A keepalive resends the last byte already acknowledged (RFC 9293
+ * 3.8.4), with at most that one byte and nothing outstanding: it repeats a
+ * byte but is no loss recovery.
+ */
+static int is_keepalive(const struct half *me, const struct half *peer,
+			const struct tv_segment *seg, int64_t s)
+{
+	return seg->payload <= 1 && !(seg->flags & (TV_SYN | TV_FIN)) &&
+	       peer->have_ack && peer->last_ack == me->snd_max && s == me->snd_max - 1;
+}
 
-static uint16_t sender_data(struct tv_flows *f, struct conn *c, int dir,
-			    const struct tv_segment *seg, int64_t s, uint64_t ts,
-			    uint32_t frame)
+/* ---- the sequence space a segment occupies, from the sender's side ---- */
+
+static void data_counters(struct tv_dirstats *st, const struct tv_segment *seg,
+			  int64_t ds, uint64_t ts)
+{
+	int64_t de = ds + seg->payload;
+
+	st->data_packets++;
+	st->data_bytes += seg->payload;
+	if (seg->payload > st->seg_max)
+		st->seg_max = seg->payload;
+	if (seg->payload < st->seg_min)
+		st->seg_min = seg->payload;
+	if (seg->captured_payload < seg->payload)
+		st->truncated++;
+	if (!st->data_first_ns)
+		st->data_first_ns = ts;
+	st->data_last_ns = ts;
+	if (seg->flags & TV_PSH)
+		st->pushed++;
+	if (seg->flags & TV_URG)
+		st->urgent++;
+	if (st->data_packets == 1 || ds < st->stream_first)
+		st->stream_first = ds;
+	if (st->data_packets == 1 || de > st->stream_last)
+		st->stream_last = de;
+}
+
+/*
+ * Sort the segment's sequence range [s, end) - SYN and FIN take one number
+ * each - into new bytes, bytes filling a gap the capture had not seen
+ * (out of order) and bytes seen before (retransmitted).
+ */
+static uint16_t sender_seq(struct tv_flows *f, struct conn *c, int dir,
+			   const struct tv_segment *seg, int64_t s, uint64_t ts,
+			   uint32_t frame)
 {
 	struct half *me = &c->h[dir], *peer = &c->h[!dir];
 	struct tv_dirstats *st = &me->st;
 	int syn = !!(seg->flags & TV_SYN), fin = !!(seg->flags & TV_FIN);
-	int64_t ds = s + syn, de = ds + seg->payload, end = de + fin;
+	int64_t end = s + syn + seg->payload + fin;
+	int64_t old_end = me->have_seq ? me->snd_max : s;
+	int64_t fresh = 0, again = 0;
 	uint16_t ev = 0;
 
-	if (seg->payload) {
-		int64_t old_end;
+	if (seg->payload)
+		data_counters(st, seg, s + syn, ts);
+	if (end == s)
+		return 0;
 
-		st->data_packets++;
-		st->data_bytes += seg->payload;
-		if (seg->payload > st->seg_max)
-			st->seg_max = seg->payload;
-		if (seg->payload < st->seg_min)
-			st->seg_min = seg->payload;
-		if (seg->captured_payload < seg->payload)
-			st->truncated++;
-		if (!st->data_first_ns)
-			st->data_first_ns = ts;
-		st->data_last_ns = ts;
-		if (seg->flags & TV_PSH)
-			st->pushed++;
-		if (seg->flags & TV_URG)
-			st->urgent++;
-		if (st->data_packets == 1 || ds < st->stream_first)
-			st->stream_first = ds;
-		if (st->data_packets == 1 || de > st->stream_last)
-			st->stream_last = de;
+	/*
+	 * The peer's window was closed: a window probe. It goes to no
+	 * retransmission or reordering count and adds no unique bytes.
+	 */
+	if (!syn && peer->st.packets && peer->win_last == 0) {
+		st->zwnd_probes++;
+		st->zwnd_probe_bytes += seg->payload;
+		return TV_EV_WIN_PROBE;
+	}
 
-		/* the peer's window was closed: a window probe, not a resend */
-		if (peer->have_ack && peer->last_win == 0 && seg->payload <= 1) {
-			st->zwnd_probes++;
-			st->zwnd_probe_bytes += seg->payload;
-			ev |= TV_EV_WIN_PROBE;
-		}
+	if (s > old_end) {
+		hole_add(me, old_end, s);
+		st->missed_bytes += (uint64_t)(s - old_end);
+		ev |= TV_EV_MISSED;
+	}
+	if (s < old_end) {
+		int64_t ov_end = end < old_end ? end : old_end;
+		int64_t filled = hole_fill(me, s, ov_end);
 
-		old_end = me->have_seq ? me->snd_max : ds;
-		if (ds > old_end) {
-			hole_add(me, old_end, ds);
-			st->missed_bytes += (uint64_t)(ds - old_end);
-			ev |= TV_EV_MISSED;
-		}
-		if (ds < old_end) {
-			int64_t ov_end = de < old_end ? de : old_end;
-			int64_t fresh = hole_fill(me, ds, ov_end);
-			int64_t again = ov_end - ds - fresh;
-
-			if (again > 0 && !(ev & TV_EV_WIN_PROBE)) {
-				st->rexmit_packets++;
-				st->rexmit_bytes += (uint64_t)again;
-				ev |= TV_EV_RETRANS;
-				ring_mark_rexmit(me, ds, ov_end);
-				ev |= classify_rexmit(f, c, dir, ds, seg->payload,
-						      ts, frame);
-			} else if (again <= 0) {
+		again = ov_end - s - filled;
+		fresh += filled;
+		if (filled) {
+			ring_mark_after(me, ov_end);
+			if (filled == ov_end - s)	/* a pure gap fill: time it too */
+				ring_insert(me, ring_find(me, s), s, ov_end, ts);
+			if (end < old_end) {	/* it fills a gap below later data */
 				st->ooo_packets++;
 				ev |= TV_EV_OOO;
 			}
 		}
 	}
-	if (end > s && (!me->have_seq || end > me->snd_max)) {
-		int64_t from = me->have_seq && me->snd_max > s ? me->snd_max : s;
+	if (end > old_end)
+		fresh += end - (s > old_end ? s : old_end);
 
-		if (ring_push(me, from, end, ts) < 0)
-			return ev;
-	} else if (end > s && (syn || fin) && !seg->payload) {
-		ring_mark_rexmit(me, s, end);	/* a resent SYN or FIN */
+	/* unique bytes are payload: leave out the SYN and FIN numbers if new */
+	if (syn && s >= old_end)
+		fresh--;
+	if (fin && end - 1 >= old_end)
+		fresh--;
+	if (fresh > 0)
+		st->unique_bytes += (uint64_t)fresh;
+
+	if (again > 0) {
+		st->rexmit_packets++;
+		st->rexmit_bytes += (uint64_t)again;
+		ev |= TV_EV_RETRANS;
+		ring_mark_rexmit(me, s, old_end, ts);
+		if (is_keepalive(me, peer, seg, s))
+			ev |= TV_EV_KEEPALIVE;
+		else
+			ev |= classify_rexmit(f, c, dir, s, seg->payload, ts, frame);
 	}
-	if (!me->have_seq || end > me->snd_max) {
+	if (end > old_end || !me->have_seq) {
+		ring_insert(me, me->rlen, s > old_end ? s : old_end, end, ts);
 		me->snd_max = end;
 		me->have_seq = 1;
 	}
@@ -590,70 +694,91 @@ static uint16_t sender_data(struct tv_flows *f, struct conn *c, int dir,
 
 /* ---- the segment's ACK, window and SACK blocks, about the peer's data ---- */
 
+static void sack_counters(struct conn *c, int dir, const struct tv_segment *seg,
+			  struct tv_pkt_result *out)
+{
+	struct half *me = &c->h[dir], *peer = &c->h[!dir];
+	int64_t a = out->ack;
+	int k;
+
+	for (k = 0; k < seg->nsack; k++) {
+		out->sack[k][0] = rel(peer, seg->sack[k][0]);
+		out->sack[k][1] = rel(peer, seg->sack[k][1]);
+		if (out->sack[k][1] > me->sacked_hi && out->sack[k][0] >= a)
+			me->sacked_hi = out->sack[k][1];
+	}
+	if (!seg->nsack || (seg->flags & TV_RST))
+		return;
+	me->st.sack_packets++;
+	me->st.sack_blocks += seg->nsack;
+	if (seg->nsack > me->st.max_sack_blocks)
+		me->st.max_sack_blocks = seg->nsack;
+	/* D-SACK (RFC 2883): the first block is below the ACK or overlaps the second */
+	if (out->sack[0][1] <= a ||
+	    (seg->nsack > 1 && out->sack[0][0] < out->sack[1][1] &&
+	     out->sack[0][1] > out->sack[1][0]))
+		me->st.dsack_packets++;
+}
+
+static void rtt_sample(struct half *sender, uint32_t rtt, int64_t ack)
+{
+	struct tv_dirstats *ps = &sender->st;
+	double v = rtt;
+
+	if (!ps->rtt_n || v < ps->rtt_min)
+		ps->rtt_min = v;
+	if (v > ps->rtt_max)
+		ps->rtt_max = v;
+	ps->rtt_n++;
+	ps->rtt_sum += v;
+	ps->rtt_sumsq += v * v;
+	if (ack == 1 && sender->syn_seen && ps->syn == 1)
+		ps->rtt_3whs = v;	/* the SYN's own RTT, if it was sent once */
+	sender->srtt_us = sender->srtt_us ? 0.875 * sender->srtt_us + 0.125 * v : v;
+}
+
 static uint16_t receiver_ack(struct conn *c, int dir, const struct tv_segment *seg,
 			     uint32_t win, uint64_t ts, struct tv_pkt_result *out)
 {
 	struct half *me = &c->h[dir], *peer = &c->h[!dir];
 	int64_t a = out->ack;
-	int pure = !seg->payload && !(seg->flags & (TV_SYN | TV_FIN | TV_RST));
+	int rst = !!(seg->flags & TV_RST);
 	uint16_t ev = 0;
 	uint32_t rtt;
-	int k;
 
 	me->st.ack_packets++;
-	if (pure)
+	if (!rst && !seg->payload && !(seg->flags & (TV_SYN | TV_FIN)))
 		me->st.pure_acks++;
+	sack_counters(c, dir, seg, out);
 
-	if (seg->nsack) {
-		me->st.sack_packets++;
-		me->st.sack_blocks += seg->nsack;
-		if (seg->nsack > me->st.max_sack_blocks)
-			me->st.max_sack_blocks = seg->nsack;
-		for (k = 0; k < seg->nsack; k++) {
-			out->sack[k][0] = rel(peer, seg->sack[k][0]);
-			out->sack[k][1] = rel(peer, seg->sack[k][1]);
-		}
-		/* D-SACK (RFC 2883): first block below the ACK or inside the second */
-		if (out->sack[0][1] <= a ||
-		    (seg->nsack > 1 && out->sack[0][0] >= out->sack[1][0] &&
-		     out->sack[0][1] <= out->sack[1][1]))
-			me->st.dsack_packets++;
-		for (k = 0; k < seg->nsack; k++)
-			if (out->sack[k][1] > me->sacked_hi && out->sack[k][0] >= a)
-				me->sacked_hi = out->sack[k][1];
-	}
-
-	if (pure && me->have_ack && a == me->last_ack && win == me->last_win &&
-	    peer->have_seq && peer->snd_max > a) {
+	/*
+	 * A duplicate ACK, as tcptrace counts them: no data, not a SYN or
+	 * RST, the same ACK number and window as this side's previous ACK,
+	 * acknowledging what the peer has sent, once the peer has sent more
+	 * than its SYN. Unlike RFC 5681, data need not be outstanding and a
+	 * FIN may be a duplicate (docs/analysis.md).
+	 */
+	if (!seg->payload && !(seg->flags & (TV_SYN | TV_RST)) && me->have_ack &&
+	    a == me->last_ack && win == me->win_last && peer->have_seq &&
+	    a <= peer->snd_max && peer->st.packets > peer->st.syn) {
 		ev |= TV_EV_DUPACK;
 		peer->st.dupacks++;
 		if (++me->dup_run == 3)
 			peer->st.triple_dupacks++;
-	} else if (!me->have_ack || a > me->last_ack) {
+	} else if (!rst && (!me->have_ack || a != me->last_ack)) {
+		if (!me->have_ack || a > me->last_ack) {
+			peer->backoff = 0;
+			if (peer->in_recovery && a >= peer->recovery_point)
+				peer->in_recovery = 0;
+			me->sacked_hi = 0;
+		}
 		me->have_ack = 1;
 		me->last_ack = a;
 		me->dup_run = 0;
-		me->sacked_hi = 0;
-		peer->backoff = 0;
-		if (peer->in_recovery && a >= peer->recovery_point)
-			peer->in_recovery = 0;
 	}
-	me->last_win = win;
 
 	if (ring_ack(peer, a, ts, &rtt)) {
-		struct tv_dirstats *ps = &peer->st;
-		double v = rtt;
-
-		if (!ps->rtt_n || v < ps->rtt_min)
-			ps->rtt_min = v;
-		if (v > ps->rtt_max)
-			ps->rtt_max = v;
-		ps->rtt_n++;
-		ps->rtt_sum += v;
-		ps->rtt_sumsq += v * v;
-		if (ps->rtt_3whs < 0 && peer->syn_seen && a == 1)
-			ps->rtt_3whs = v;
-		peer->srtt_us = peer->srtt_us ? 0.875 * peer->srtt_us + 0.125 * v : v;
+		rtt_sample(peer, rtt, a);
 		out->has_rtt = 1;
 		out->rtt_us = rtt;
 	}
@@ -666,11 +791,45 @@ static uint16_t receiver_ack(struct conn *c, int dir, const struct tv_segment *s
 	return ev;
 }
 
+/*
+ * Advertised windows: min (zero excluded), max and mean over packets with
+ * ACK or SYN, not RST. The first scaled window starts the figures again,
+ * leaving out the unscaled SYN's.
+ */
+static uint16_t window_counters(struct conn *c, int dir, const struct tv_segment *seg,
+				uint32_t win, int shift)
+{
+	struct tv_dirstats *st = &c->h[dir].st;
+	uint16_t ev = 0;
+
+	if ((seg->flags & TV_RST) || !(seg->flags & (TV_ACK | TV_SYN)))
+		return 0;
+	if (shift >= 0 && win && !(seg->flags & TV_SYN) && !c->h[dir].win_scaled_seen) {
+		/* the first scaled window: forget the unscaled SYN's */
+		c->h[dir].win_scaled_seen = 1;
+		st->win_min = UINT64_MAX;
+		st->win_max = 0;
+		st->win_sum = 0;
+		st->win_n = 0;
+	}
+	if (win > st->win_max)
+		st->win_max = win;
+	if (win && win < st->win_min)
+		st->win_min = win;
+	st->win_sum += win;
+	st->win_n++;
+	if ((seg->flags & TV_ACK) && win == 0) {
+		st->zero_win_adv++;
+		ev |= TV_EV_ZERO_WIN;
+	}
+	return ev;
+}
+
 /* Copies a capture device made: same bytes, a moment apart. */
 static int hardware_dup(struct half *h, const struct tv_segment *seg,
 			uint64_t ts, uint64_t window)
 {
-	int dup = h->have_prev && seg->seq == h->prev_seq &&
+	int dup = window && h->have_prev && seg->seq == h->prev_seq &&
 		  seg->ack == h->prev_ack && seg->payload == h->prev_len &&
 		  seg->ip_id == h->prev_ipid && seg->win == h->prev_win &&
 		  seg->flags == h->prev_flags && seg->family == 4 &&
@@ -755,8 +914,14 @@ int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 		c->reset = 1;
 	}
 
-	shift = (seg->flags & TV_SYN) ? -1 : window_shift(c, dir);
-	win = shift > 0 ? (uint32_t)seg->win << shift : seg->win;
+	shift = window_shift(c, dir);
+	if (!(seg->flags & (TV_ACK | TV_SYN)))
+		win = 0;	/* the field means nothing without ACK */
+	else if (shift > 0 && !(seg->flags & TV_SYN))
+		win = (uint32_t)((uint64_t)seg->win << shift > UINT32_MAX ?
+				 UINT32_MAX : (uint64_t)seg->win << shift);
+	else
+		win = seg->win;
 	out->win = win;
 	out->seq = rel(me, seg->seq);
 	out->ack = (seg->flags & TV_ACK) ? rel(peer, seg->ack) : 0;
@@ -767,22 +932,12 @@ int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 		return 0;
 	}
 
-	if (!(seg->flags & TV_RST)) {
-		if (win < st->win_min)
-			st->win_min = win;
-		if (win > st->win_max)
-			st->win_max = win;
-		st->win_sum += win;
-		st->win_n++;
-		if (win == 0) {
-			st->zero_win_adv++;
-			out->ev |= TV_EV_ZERO_WIN;
-		}
-	}
-
-	out->ev |= sender_data(f, c, dir, seg, out->seq, ts, frame);
+	out->ev |= window_counters(c, dir, seg, win, shift);
+	out->ev |= sender_seq(f, c, dir, seg, out->seq, ts, frame);
 	if (seg->flags & TV_ACK)
 		out->ev |= receiver_ack(c, dir, seg, win, ts, out);
+	if (!(seg->flags & TV_RST))
+		me->win_last = win;
 	peer->last_rx_ns = ts;
 	return 0;
 }
@@ -816,7 +971,7 @@ void tv_flows_info(const struct tv_flows *f, size_t i, struct tv_conn_info *out)
 		const struct half *h = &c->h[d];
 
 		out->dir[d] = h->st;
-		out->dir[d].unique_bytes = h->st.data_bytes - h->st.rexmit_bytes;
+		
 		out->dir[d].wscale = window_shift(c, d);
 		if (out->dir[d].win_min == UINT64_MAX)
 			out->dir[d].win_min = 0;

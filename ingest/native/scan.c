@@ -6,13 +6,10 @@
 #include "decode.h"
 #include "scan.h"
 
-int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts)
+static int scan_start(struct tv_scan *s, pcap_t *pcap, const char *err,
+		      const struct tv_flow_opts *opts)
 {
-	char err[PCAP_ERRBUF_SIZE] = "";
-
-	memset(s, 0, sizeof(*s));
-	s->pcap = pcap_open_offline_with_tstamp_precision(path,
-			PCAP_TSTAMP_PRECISION_NANO, err);
+	s->pcap = pcap;
 	if (!s->pcap) {
 		snprintf(s->errbuf, sizeof(s->errbuf), "%s", err);
 		return -1;
@@ -34,6 +31,28 @@ int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts 
 		return -1;
 	}
 	return 0;
+}
+
+int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts)
+{
+	char err[PCAP_ERRBUF_SIZE] = "";
+
+	memset(s, 0, sizeof(*s));
+	return scan_start(s, pcap_open_offline_with_tstamp_precision(path,
+				PCAP_TSTAMP_PRECISION_NANO, err), err, opts);
+}
+
+int tv_scan_open_fp(struct tv_scan *s, FILE *fp, const struct tv_flow_opts *opts)
+{
+	char err[PCAP_ERRBUF_SIZE] = "";
+
+	pcap_t *pcap;
+
+	memset(s, 0, sizeof(*s));
+	pcap = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, err);
+	if (!pcap)
+		fclose(fp);	/* refused: libpcap left the stream to us */
+	return scan_start(s, pcap, err, opts);
 }
 
 static void append_row(struct tv_batch *b, const struct tv_segment *seg,

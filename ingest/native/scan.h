@@ -7,6 +7,7 @@
 #define TCPVAR_SCAN_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <pcap/pcap.h>
 
 #include "columns.h"
@@ -34,6 +35,8 @@ struct tv_scan {
 
 /* Open @path; on failure return -1 with a message in s->errbuf. */
 int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts);
+/* The same over an open stream, which it takes: closed with the scan or on failure. */
+int tv_scan_open_fp(struct tv_scan *s, FILE *fp, const struct tv_flow_opts *opts);
 
 /*
  * Read frames until @b is full (or, without a batch, @max_frames frames were
