@@ -9,10 +9,13 @@ interrupted, the store is left as it was.
 """
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import queue
+import shutil
 import threading
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -62,6 +65,45 @@ def fingerprint(path: Path) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()}"
 
 
+class GzipFeed:
+    """Decompress a .gz capture into a pipe that the native scanner reads:
+    libpcap reads no compressed files, and nothing is unpacked on disk."""
+
+    def __init__(self, path: Path):
+        self._raw = path.open("rb")
+        self.read_fd, self._write_fd = os.pipe()
+        self.error: str | None = None
+        self._thread = threading.Thread(target=self._pump, name="tcpvar-gunzip", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        try:
+            with gzip.GzipFile(fileobj=self._raw) as src, \
+                    open(self._write_fd, "wb", closefd=True) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except BrokenPipeError:
+            pass                      # the scanner stopped reading: fine
+        except (OSError, EOFError, zlib.error) as exc:
+            self.error = f"corrupt gzip stream ({exc})"
+
+    @property
+    def position(self) -> int:
+        """Compressed bytes consumed, for progress."""
+        try:
+            return self._raw.tell()
+        except ValueError:
+            return -1
+
+    def close(self) -> None:
+        self._thread.join()
+        self._raw.close()
+
+
+def is_gzip(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
 def check_readable(path: Path) -> None:
     """The one-line reasons a path cannot be a capture, before libpcap sees it."""
     if not path.exists():
@@ -92,12 +134,12 @@ def _scan_error(path: Path, message: str) -> InputError:
     return InputError(f"{path}: {msg}")
 
 
-def _producer(scanner, out: queue.Queue, stop: threading.Event) -> None:
+def _producer(scanner, feed, out: queue.Queue, stop: threading.Event) -> None:
     """Run the native scanner, handing each batch to the loader."""
     try:
         while not stop.is_set():
             status, batch = scanner.step()
-            item = ("batch", status, batch, scanner.position)
+            item = ("batch", status, batch, (feed or scanner).position)
             while not stop.is_set():
                 try:
                     out.put(item, timeout=0.1)
@@ -112,11 +154,12 @@ def _producer(scanner, out: queue.Queue, stop: threading.Event) -> None:
         out.put(("crash", exc, None, None))
 
 
-def _load_packets(con, capture_id: int, scanner, size: int, progress: Progress | None) -> str:
+def _load_packets(con, capture_id: int, scanner, feed, size: int,
+                  progress: Progress | None) -> str:
     """Drain the scanner into the packets table; return the final status."""
     q: queue.Queue = queue.Queue(maxsize=QUEUE_DEPTH)
     stop = threading.Event()
-    worker = threading.Thread(target=_producer, args=(scanner, q, stop),
+    worker = threading.Thread(target=_producer, args=(scanner, feed, q, stop),
                               name="tcpvar-scan", daemon=True)
     worker.start()
     try:
@@ -198,11 +241,18 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
                         [old[0]])[0]
         return CaptureResult(old[0], apath, True, old[2], old[3], n, old[4], old[5])
 
+    feed = GzipFeed(path) if is_gzip(path) else None
     try:
         scanner = _pcapscan.Scanner(str(path), packets=options.packets,
                                     batch_rows=BATCH_ROWS, rto_min_ms=options.rto_min_ms,
-                                    hwdup_us=options.hwdup_us)
+                                    hwdup_us=options.hwdup_us,
+                                    fd=feed.read_fd if feed else -1)
     except _pcapscan.ScanError as exc:
+        if feed:
+            os.close(feed.read_fd)
+            feed.close()
+            if feed.error:
+                raise InputError(f"{path}: {feed.error}") from None
         raise _scan_error(path, str(exc)) from None
 
     size = path.stat().st_size
@@ -212,9 +262,11 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
                 delete_capture(con, old[0])
             capture_id = one(con, "SELECT nextval('capture_ids')")[0]
             try:
-                status = _load_packets(con, capture_id, scanner, size, progress)
+                status = _load_packets(con, capture_id, scanner, feed, size, progress)
             except _pcapscan.ScanError as exc:
                 raise _scan_error(path, str(exc)) from None
+            if feed and feed.error:
+                raise InputError(f"{path}: {feed.error}")
             truncated = status == "truncated"
             counters = scanner.counters
             warning = None
@@ -234,5 +286,7 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
                  truncated, warning, options.packets, __version__])
     finally:
         scanner.close()
+        if feed:
+            feed.close()
     return CaptureResult(capture_id, apath, False, counters["frames"], counters["tcp"],
                          nconn, truncated, warning)

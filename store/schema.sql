@@ -113,7 +113,7 @@ CREATE TABLE IF NOT EXISTS retransmit_events (
     kind       VARCHAR,                 -- 'timeout' or 'fast'
     seq        BIGINT,
     len        UINTEGER,
-    silence_ms DOUBLE,                  -- since the sender last heard from the peer
+    silence_ms DOUBLE,                  -- since it last heard from the peer or timed out: the timer
     dupacks    UINTEGER,                -- duplicate ACKs seen for this sequence
     backoff    UINTEGER                 -- consecutive timeouts without progress
 );

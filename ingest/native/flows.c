@@ -47,6 +47,7 @@ struct half {
 	uint32_t rhead, rlen, rcap;
 	double srtt_us;
 	uint64_t last_rx_ns;	/* when this side last received from the peer */
+	uint64_t last_rto_ns;	/* when it last resent after a timeout */
 	uint32_t backoff;
 	int in_recovery;
 	int64_t recovery_point;
@@ -536,30 +537,42 @@ static void add_event(struct tv_flows *f, const struct conn *c, int dir,
  * unacknowledged byte, a timeout; otherwise, when the receiver's duplicate
  * ACKs or SACK blocks reported a loss, a fast retransmit. Resends inside an
  * episode (until the ACK passes what was outstanding when it began) add no
- * event. Silence counts from the last packet heard from the peer, or from
- * the first packet sent when the peer never answered (SYN timeouts).
+ * event. A segment filling a gap the capture never saw, at the receiver's
+ * cumulative ACK, is a resend of data lost before the capture point: it is
+ * classified too, but only three duplicate ACKs make it fast (SACK blocks
+ * alone also come with plain reordering).
+ * Silence counts from the last packet heard from the peer (or the
+ * first packet sent, when the peer never answered: SYN timeouts) or the last
+ * timeout, whichever is later: for a timeout it is the timer's value.
  */
 static uint16_t classify_rexmit(struct tv_flows *f, struct conn *c, int dir,
-				int64_t s, uint32_t len, uint64_t ts, uint32_t frame)
+				int64_t s, uint32_t len, uint64_t ts, uint32_t frame,
+				int gap_fill)
 {
 	struct half *me = &c->h[dir], *peer = &c->h[!dir];
 	uint64_t since = me->last_rx_ns ? me->last_rx_ns : me->st.first_ns;
-	uint64_t silence = ts > since ? ts - since : 0;
+	uint64_t silence;
 	uint64_t thr = f->opts.rto_min_ns;
 	int64_t una = peer->have_ack ? peer->last_ack : s;
 
+	/* the timer restarts at each timeout: measure from the later of both */
+	if (me->last_rto_ns > since)
+		since = me->last_rto_ns;
+	silence = ts > since ? ts - since : 0;
 	if (me->srtt_us * 1000.0 > (double)thr)
 		thr = (uint64_t)(me->srtt_us * 1000.0);
 	if (silence >= thr && s <= una) {
 		add_event(f, c, dir, 1, frame, ts, s, len, silence,
 			  peer->dup_run, me->backoff);
+		me->last_rto_ns = ts;
 		me->backoff++;
 		me->st.rto_events++;
 		me->in_recovery = 1;
 		me->recovery_point = me->snd_max;
 		return TV_EV_TIMEOUT_RETX;
 	}
-	if (!me->in_recovery && (peer->dup_run >= 3 || peer->sacked_hi > s)) {
+	if (!me->in_recovery &&
+	    (peer->dup_run >= 3 || (!gap_fill && peer->sacked_hi > s))) {
 		add_event(f, c, dir, 2, frame, ts, s, len, silence,
 			  peer->dup_run, me->backoff);
 		me->st.fast_retransmits++;
@@ -661,6 +674,8 @@ static uint16_t sender_seq(struct tv_flows *f, struct conn *c, int dir,
 				st->ooo_packets++;
 				ev |= TV_EV_OOO;
 			}
+			if (again <= 0 && peer->have_ack && s <= peer->last_ack)
+				ev |= classify_rexmit(f, c, dir, s, seg->payload, ts, frame, 1);
 		}
 	}
 	if (end > old_end)
@@ -682,7 +697,7 @@ static uint16_t sender_seq(struct tv_flows *f, struct conn *c, int dir,
 		if (is_keepalive(me, peer, seg, s))
 			ev |= TV_EV_KEEPALIVE;
 		else
-			ev |= classify_rexmit(f, c, dir, s, seg->payload, ts, frame);
+			ev |= classify_rexmit(f, c, dir, s, seg->payload, ts, frame, 0);
 	}
 	if (end > old_end || !me->have_seq) {
 		ring_insert(me, me->rlen, s > old_end ? s : old_end, end, ts);
@@ -782,7 +797,7 @@ static uint16_t receiver_ack(struct conn *c, int dir, const struct tv_segment *s
 		out->has_rtt = 1;
 		out->rtt_us = rtt;
 	}
-	if (peer->have_seq && peer->snd_max >= a) {
+	if (peer->st.data_packets && peer->snd_max >= a) {	/* the peer sends data */
 		int64_t fl = peer->snd_max - a;
 
 		out->has_inflight = 1;

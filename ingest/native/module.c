@@ -326,18 +326,19 @@ typedef struct {
 static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"path", "packets", "batch_rows", "rto_min_ms",
-				 "hwdup_us", NULL};
+				 "hwdup_us", "fd", NULL};
 	modstate *st = state_of_type(type);
 	PyObject *path_obj = NULL;
 	ScannerObject *self;
 	int packets = 1, rc;
 	Py_ssize_t batch_rows = 1 << 18;
 	double rto_min_ms = 200.0, hwdup_us = 0.0;
+	int fd = -1;
 	struct tv_flow_opts opts;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pndd", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pnddi", kwlist,
 					 PyUnicode_FSConverter, &path_obj, &packets,
-					 &batch_rows, &rto_min_ms, &hwdup_us))
+					 &batch_rows, &rto_min_ms, &hwdup_us, &fd))
 		return NULL;
 	if (batch_rows < 1 || batch_rows > (1 << 24) || rto_min_ms < 0 || hwdup_us < 0) {
 		Py_DECREF(path_obj);
@@ -354,7 +355,19 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	opts.rto_min_ns = (uint64_t)(rto_min_ms * 1e6);
 	opts.hwdup_ns = (uint64_t)(hwdup_us * 1e3);
 	Py_BEGIN_ALLOW_THREADS
-	rc = tv_scan_open(&self->scan, PyBytes_AS_STRING(path_obj), &opts);
+	if (fd >= 0) {		/* a stream, e.g. a decompressing pipe */
+		FILE *fp = fdopen(fd, "rb");
+
+		if (fp) {
+			rc = tv_scan_open_fp(&self->scan, fp, &opts);
+		} else {
+			snprintf(self->scan.errbuf, sizeof(self->scan.errbuf),
+				 "cannot read descriptor %d", fd);
+			rc = -1;
+		}
+	} else {
+		rc = tv_scan_open(&self->scan, PyBytes_AS_STRING(path_obj), &opts);
+	}
 	Py_END_ALLOW_THREADS
 	Py_DECREF(path_obj);
 	if (rc < 0) {
@@ -555,7 +568,7 @@ static PyObject *scanner_position(ScannerObject *self, void *closure)
 	if (!self->opened || self->busy)
 		return PyLong_FromLong(-1);
 	fp = pcap_file(self->scan.pcap);
-	return PyLong_FromLong(fp ? ftell(fp) : -1);
+	return PyLong_FromLong(fp ? ftell(fp) : -1);	/* -1 on a pipe */
 }
 
 static PyObject *scanner_link_type(ScannerObject *self, void *closure)
@@ -601,7 +614,8 @@ static PyType_Slot scanner_slots[] = {
 	{Py_tp_methods, scanner_methods},
 	{Py_tp_getset, scanner_getset},
 	{Py_tp_doc, "Scanner(path, packets=True, batch_rows=262144, rto_min_ms=200, "
-		    "hwdup_us=0): one pass over a pcap or pcapng file."},
+		    "hwdup_us=0, fd=-1): one pass over a pcap or pcapng file, or "
+		    "over the stream open on fd (which it then owns)."},
 	{0, NULL},
 };
 

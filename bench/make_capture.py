@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""Record large benchmark captures of real iperf3 traffic between two network namespaces.
+
+    python3 bench/make_capture.py                 # both profiles -> bench/work/{bulk,many}.pcap
+    python3 bench/make_capture.py bulk            # only one
+    python3 bench/make_capture.py bulk --seconds 20 --flow-rate 60
+    python3 bench/make_capture.py many --runs 400 --parallel 6 --run-bytes 2400K
+
+Profiles
+  bulk  one iperf3 client with -P 12 (12 parallel data flows + the control connection)
+        for --seconds, each flow paced to --flow-rate Mbit/s; the defaults give
+        about 5 million packets.
+  many  --runs short iperf3 runs (-n --run-bytes each), --parallel of them at a time
+        against as many iperf3 servers; each run is 2 TCP connections (control + data);
+        the defaults give about 1 million packets in ~800 connections.
+
+Topology (created and destroyed by this script; nothing leaves it):
+
+    namespace tcpvar-bench-<x>-client          namespace tcpvar-bench-<x>-server
+    tcpvar-bench-<x>c  198.18.0.1/24  ======  tcpvar-bench-<x>s  198.18.0.2/24
+    (tcpdump -s 96 here, the senders' side)
+
+<x> is a one-character per-run suffix (Linux interface names are limited to
+15 characters and "tcpvar-bench-" already takes 13), chosen so that no other run
+uses it.  Offloads are off on both veths (ethtool -K tso gso gro lro off), so the
+capture shows wire-sized segments, as a capture on a real NIC would.
+
+The capture is written as <out>/<profile>.pcap (first to <profile>.pcap.part) with a
+sidecar <profile>.json describing it (packets, bytes, tcpdump's drop counters,
+iperf3 results) that bench/run.py puts into RESULTS.md.  tcpdump's
+"packets dropped by kernel" must be 0: otherwise the script says so loudly and
+exits with status 3 (the file is kept, and the drop count is in the sidecar).
+
+Namespaces (and with them the veths) and every process this script started (by
+PID) are removed on normal exit, on errors, on Ctrl-C, SIGTERM and SIGHUP.
+
+Python 3.11 standard library only.  Needs root, iproute2, ethtool, tcpdump, iperf3
+(capinfos optional, for the packet count check).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import signal
+import string
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_OUT = HERE / "work"
+PREFIX = "tcpvar-bench-"
+CLI4, SRV4 = "198.18.0.1", "198.18.0.2"
+SNAPLEN = 96
+
+# Defaults, tuned on the 2-core test machine (see README.md):
+BULK_FLOWS = 12
+BULK_SECONDS = 36          # x ~140 k packets/s  ->  ~5 M packets
+BULK_FLOW_RATE = 80        # Mbit/s per flow (iperf3 -b), 12 x 80 = 960 Mbit/s
+MANY_RUNS = 400
+MANY_PARALLEL = 6
+MANY_RUN_BYTES = "2400K"   # ~2.5 k packets per run incl. its control connection
+MANY_RUN_RATE = 150        # Mbit/s per run (iperf3 -b)
+
+
+def log(*a: object) -> None:
+    print("[make_capture]", *a, file=sys.stderr, flush=True)
+
+
+def run(args: list[str], check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run one command given as an argument list (never a shell string)."""
+    cp = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    if check and cp.returncode != 0:
+        raise RuntimeError(f"command failed ({cp.returncode}): {args}\n{cp.stdout}\n{cp.stderr}")
+    return cp
+
+
+class VethPair:
+    """Two namespaces joined by one veth pair; torn down on exit."""
+
+    def __init__(self) -> None:
+        self.sfx = ""
+        self.ns_c = self.ns_s = self.if_c = self.if_s = ""
+        self.created_ns: list[str] = []
+        self.procs: list[subprocess.Popen] = []
+        self.lock = threading.Lock()
+        self.closing = threading.Event()
+
+    # ---- processes ------------------------------------------------------
+    def spawn(self, ns: str, args: list[str], **kw) -> subprocess.Popen:
+        # "ip netns exec" execs the program, so the PID is the program's own.
+        with self.lock:
+            if self.closing.is_set():
+                raise RuntimeError("shutting down")
+            p = subprocess.Popen(["ip", "netns", "exec", ns] + args, **kw)
+            self.procs.append(p)
+        return p
+
+    def forget(self, p: subprocess.Popen) -> None:
+        with self.lock:
+            if p in self.procs and p.poll() is not None:
+                self.procs.remove(p)
+
+    @staticmethod
+    def stop(p: subprocess.Popen, sig: int = signal.SIGTERM, wait: float = 5) -> None:
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, sig)
+            except ProcessLookupError:
+                pass
+            try:
+                p.wait(timeout=wait)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.kill(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait(timeout=wait)
+
+    # ---- setup / teardown -------------------------------------------------
+    def __enter__(self) -> "VethPair":
+        try:
+            self._setup()
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+    def _claim_suffix(self) -> None:
+        """Pick a one-character suffix no other run uses; 'ip netns add' is the lock."""
+        existing = run(["ip", "netns", "list"]).stdout
+        for ch in string.ascii_lowercase + string.digits:
+            ns_c = f"{PREFIX}{ch}-client"
+            if f"{PREFIX}{ch}-" in existing:
+                continue
+            if run(["ip", "netns", "add", ns_c], check=False).returncode != 0:
+                continue       # somebody else took it a moment ago
+            self.created_ns.append(ns_c)
+            self.sfx, self.ns_c = ch, ns_c
+            return
+        raise RuntimeError("no free tcpvar-bench-<x> suffix: old runs left namespaces behind? (ip netns list)")
+
+    def _setup(self) -> None:
+        self._claim_suffix()
+        self.ns_s = f"{PREFIX}{self.sfx}-server"
+        run(["ip", "netns", "add", self.ns_s])
+        self.created_ns.append(self.ns_s)
+        self.if_c, self.if_s = f"{PREFIX}{self.sfx}c", f"{PREFIX}{self.sfx}s"
+        assert len(self.if_c) <= 15 and len(self.if_s) <= 15
+        log(f"namespaces {self.ns_c}, {self.ns_s}; veth {self.if_c} <-> {self.if_s}")
+        for ns in (self.ns_c, self.ns_s):
+            run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        # the veth pair is created directly inside the two namespaces
+        run(["ip", "-n", self.ns_c, "link", "add", self.if_c, "type", "veth",
+             "peer", "name", self.if_s, "netns", self.ns_s])
+        for ns, dev, addr in ((self.ns_c, self.if_c, CLI4), (self.ns_s, self.if_s, SRV4)):
+            # lro cannot be changed on veth ("fixed"), so ethtool may exit non-zero; checked below
+            run(["ip", "netns", "exec", ns, "ethtool", "-K", dev,
+                 "tso", "off", "gso", "off", "gro", "off", "lro", "off"], check=False)
+            feats = run(["ip", "netns", "exec", ns, "ethtool", "-k", dev]).stdout
+            for feat in ("tcp-segmentation-offload", "generic-segmentation-offload",
+                         "generic-receive-offload", "large-receive-offload"):
+                m = re.search(rf"^{feat}: (\S+)", feats, re.M)
+                if m and m.group(1) != "off":
+                    raise RuntimeError(f"{dev}: {feat} is still {m.group(1)}")
+            run(["ip", "-n", ns, "addr", "add", addr + "/24", "dev", dev])
+            run(["ip", "-n", ns, "link", "set", dev, "up"])
+        deadline = time.time() + 5       # wait for carrier on both ends
+        while not all("state UP" in run(["ip", "-n", ns, "link", "show", "dev", dev]).stdout
+                      for ns, dev in ((self.ns_c, self.if_c), (self.ns_s, self.if_s))):
+            if time.time() > deadline:
+                raise RuntimeError("veth pair does not come up")
+            time.sleep(0.05)
+
+    def teardown(self) -> None:
+        # a second Ctrl-C must not interrupt the cleanup half-way
+        blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        try:
+            self.closing.set()
+            with self.lock:
+                procs = list(self.procs)
+                self.procs.clear()
+            for p in reversed(procs):
+                try:
+                    self.stop(p)
+                except Exception as e:  # noqa: BLE001
+                    log("warning: could not stop pid", p.pid, e)
+            for ns in reversed(self.created_ns):
+                cp = run(["ip", "netns", "del", ns], check=False)
+                if cp.returncode != 0:
+                    log("warning: could not delete netns", ns, cp.stderr.strip())
+            self.created_ns.clear()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    # ---- traffic ------------------------------------------------------------
+    def iperf_server(self, port: int, once: bool) -> subprocess.Popen:
+        args = ["iperf3", "-s", "-B", SRV4, "-p", str(port)] + (["-1"] if once else [])
+        p = self.spawn(self.ns_s, args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 5
+        while time.time() < deadline:
+            out = run(["ip", "netns", "exec", self.ns_s, "ss", "-Hltn", f"sport = :{port}"]).stdout
+            if out.strip():
+                return p
+            if p.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise RuntimeError(f"iperf3 server on port {port} did not start")
+
+    def iperf_client(self, port: int, extra: list[str]) -> subprocess.Popen:
+        return self.spawn(self.ns_c, ["iperf3", "-c", SRV4, "-p", str(port), "-J"] + extra,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def tcpdump(self, path: Path, buffer_kib: int) -> subprocess.Popen:
+        # no --immediate-mode: at >100 k packets/s the TPACKET_V3 block batching is what keeps up
+        p = self.spawn(self.ns_c, ["tcpdump", "-i", self.if_c, "-s", str(SNAPLEN), "-B", str(buffer_kib),
+                                   "-Z", "root", "-w", str(path)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        assert p.stderr is not None
+        line = p.stderr.readline()           # "listening on ...": from here on nothing is missed
+        if "listening" not in line:
+            raise RuntimeError(f"tcpdump did not start: {line!r}")
+        return p
+
+    def stop_tcpdump(self, p: subprocess.Popen) -> dict:
+        time.sleep(1.0)                       # let the last FIN/RST/ACKs reach the ring
+        os.kill(p.pid, signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+        self.forget(p)
+        stats: dict = {"stderr": err.strip()}
+        for key, pat in (("captured", r"(\d+) packets? captured"),
+                         ("received_by_filter", r"(\d+) packets? received by filter"),
+                         ("dropped_by_kernel", r"(\d+) packets? dropped by kernel"),
+                         ("dropped_by_interface", r"(\d+) packets? dropped by interface")):
+            m = re.search(pat, err)
+            stats[key] = int(m.group(1)) if m else None
+        if stats["captured"] is None or stats["dropped_by_kernel"] is None:
+            raise RuntimeError(f"cannot read tcpdump's statistics: {err!r}")
+        return stats
+
+
+def iperf_result(p: subprocess.Popen, timeout: float) -> dict:
+    out, err = p.communicate(timeout=timeout)
+    if p.returncode != 0:
+        try:
+            msg = json.loads(out).get("error", "")
+        except (ValueError, AttributeError):
+            msg = out[-500:]
+        raise RuntimeError(f"iperf3 client failed ({p.returncode}): {msg} {err.strip()}")
+    res = json.loads(out)
+    s = res["end"]["sum_sent"]
+    return {"bytes": s["bytes"], "mbit_s": round(s["bits_per_second"] / 1e6, 1),
+            "retransmits": s.get("retransmits"), "seconds": round(s["seconds"], 3)}
+
+
+# ---------------------------------------------------------------------------
+# profiles
+# ---------------------------------------------------------------------------
+
+def profile_bulk(net: VethPair, out: Path, a: argparse.Namespace) -> dict:
+    net.iperf_server(5201, once=True)
+    td = net.tcpdump(out, a.buffer_kib)
+    t0 = time.time()
+    cl = net.iperf_client(5201, ["-P", str(a.flows), "-t", str(a.seconds), "-b", f"{a.flow_rate}M"])
+    res = iperf_result(cl, a.seconds + 60)
+    net.forget(cl)
+    elapsed = time.time() - t0
+    stats = net.stop_tcpdump(td)
+    log(f"bulk: {a.flows} flows x {a.flow_rate} Mbit/s for {a.seconds} s: {res['bytes']/1e9:.2f} GB sent, "
+        f"{res['mbit_s']} Mbit/s, {res['retransmits']} retransmits")
+    return {"description": f"iperf3 -P {a.flows} -t {a.seconds} -b {a.flow_rate}M "
+                           f"({a.flows} data flows + 1 control connection)",
+            "expected_connections": a.flows + 1, "traffic_seconds": round(elapsed, 1),
+            "iperf3": res, "tcpdump": stats,
+            "params": {"flows": a.flows, "seconds": a.seconds, "flow_rate_mbit": a.flow_rate}}
+
+
+def profile_many(net: VethPair, out: Path, a: argparse.Namespace) -> dict:
+    ports = [5201 + i for i in range(a.parallel)]
+    for port in ports:
+        net.iperf_server(port, once=False)
+    td = net.tcpdump(out, a.buffer_kib)
+    jobs = list(range(a.runs))
+    jobs_lock = threading.Lock()
+    results: list[dict] = []
+    failures: list[str] = []
+
+    def worker(port: int) -> None:
+        while not net.closing.is_set():
+            with jobs_lock:
+                if not jobs:
+                    return
+                jobs.pop()
+            for attempt in range(3):
+                try:
+                    cl = net.iperf_client(port, ["-n", a.run_bytes, "-b", f"{a.run_rate}M"])
+                    r = iperf_result(cl, 120)
+                    net.forget(cl)
+                    with jobs_lock:
+                        results.append(r)
+                    break
+                except Exception as e:  # noqa: BLE001  (server busy, shutting down, ...)
+                    if net.closing.is_set():
+                        return
+                    if attempt == 2:
+                        with jobs_lock:
+                            failures.append(str(e))
+                    time.sleep(0.3)
+
+    t0 = time.time()
+    threads = [threading.Thread(target=worker, args=(port,), daemon=True) for port in ports]
+    for t in threads:
+        t.start()
+    last = 0.0
+    for t in threads:
+        while t.is_alive():
+            t.join(timeout=0.5)    # short joins so Ctrl-C gets through
+            if time.time() - last > 10:
+                last = time.time()
+                log(f"many: {len(results)}/{a.runs} runs done")
+    elapsed = time.time() - t0
+    stats = net.stop_tcpdump(td)
+    if failures:
+        log(f"many: {len(failures)} runs failed, first: {failures[0]}")
+    total = sum(r["bytes"] for r in results)
+    log(f"many: {len(results)} runs of {a.run_bytes} in {elapsed:.1f} s ({a.parallel} at a time), "
+        f"{total/1e9:.2f} GB, {sum(r['retransmits'] or 0 for r in results)} retransmits")
+    return {"description": f"{len(results)} iperf3 runs -n {a.run_bytes} -b {a.run_rate}M, {a.parallel} at a time "
+                           f"(each run: 1 control + 1 data connection)",
+            "expected_connections": 2 * len(results) + 0, "traffic_seconds": round(elapsed, 1),
+            "iperf3": {"runs_ok": len(results), "runs_failed": len(failures), "bytes": total,
+                       "retransmits": sum(r["retransmits"] or 0 for r in results)},
+            "tcpdump": stats,
+            "params": {"runs": a.runs, "parallel": a.parallel, "run_bytes": a.run_bytes,
+                       "run_rate_mbit": a.run_rate}}
+
+
+PROFILES = {"bulk": profile_bulk, "many": profile_many}
+
+
+def capinfos_packets(path: Path) -> int | None:
+    if not shutil.which("capinfos"):
+        return None
+    cp = run(["capinfos", "-M", "-c", str(path)], check=False, timeout=600)
+    m = re.search(r"Number of packets:\s+(\d+)", cp.stdout)
+    return int(m.group(1)) if m else None
+
+
+def make(profile: str, a: argparse.Namespace) -> int:
+    outdir = Path(a.out)
+    outdir.mkdir(parents=True, exist_ok=True)
+    final = outdir / f"{profile}.pcap"
+    part = outdir / f"{profile}.pcap.part"
+    part.unlink(missing_ok=True)
+    log(f"capturing profile {profile!r} into {final} ...")
+    try:
+        with VethPair() as net:
+            info = PROFILES[profile](net, part, a)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    os.replace(part, final)
+    st = info["tcpdump"]
+    info.update({"profile": profile, "file": final.name, "size_bytes": final.stat().st_size,
+                 "packets": st["captured"], "snaplen": SNAPLEN,
+                 "created": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+                 "kernel": os.uname().release})
+    cnt = capinfos_packets(final)
+    if cnt is not None:
+        info["packets_capinfos"] = cnt
+        if cnt != st["captured"]:
+            log(f"warning: capinfos counts {cnt} packets, tcpdump said {st['captured']} captured")
+    (outdir / f"{profile}.json").write_text(json.dumps(info, indent=2) + "\n")
+    drops = st["dropped_by_kernel"] or 0
+    print(f"{profile}: {final}  {info['packets']:,} packets  {info['size_bytes']/1e6:,.1f} MB  "
+          f"({info['size_bytes']/max(info['packets'], 1):.0f} B/packet)  "
+          f"dropped by kernel: {drops}"
+          + (f", by interface: {st['dropped_by_interface']}" if st["dropped_by_interface"] else ""),
+          flush=True)
+    if drops:
+        log(f"WARNING: tcpdump lost {drops} packets ({drops / max(st['received_by_filter'] or 1, 1):.2%}); "
+            f"the capture is incomplete. Lower the rate (--flow-rate / --run-rate) or raise --buffer-kib.")
+        return 3
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("profiles", nargs="*", metavar="PROFILE", help="bulk and/or many (default: both)")
+    ap.add_argument("--out", default=str(DEFAULT_OUT), help="work folder (default: bench/work)")
+    ap.add_argument("--buffer-kib", type=int, default=262144, help="tcpdump -B (default: 262144 = 256 MiB)")
+    g = ap.add_argument_group("bulk")
+    g.add_argument("--flows", type=int, default=BULK_FLOWS, help=f"iperf3 -P (default {BULK_FLOWS})")
+    g.add_argument("--seconds", type=int, default=BULK_SECONDS, help=f"iperf3 -t (default {BULK_SECONDS})")
+    g.add_argument("--flow-rate", type=int, default=BULK_FLOW_RATE,
+                   help=f"Mbit/s per flow, iperf3 -b (default {BULK_FLOW_RATE})")
+    g = ap.add_argument_group("many")
+    g.add_argument("--runs", type=int, default=MANY_RUNS, help=f"iperf3 runs (default {MANY_RUNS})")
+    g.add_argument("--parallel", type=int, default=MANY_PARALLEL,
+                   help=f"runs at a time (default {MANY_PARALLEL})")
+    g.add_argument("--run-bytes", default=MANY_RUN_BYTES, help=f"iperf3 -n per run (default {MANY_RUN_BYTES})")
+    g.add_argument("--run-rate", type=int, default=MANY_RUN_RATE,
+                   help=f"Mbit/s per run, iperf3 -b (default {MANY_RUN_RATE})")
+    a = ap.parse_args()
+    profiles = a.profiles or list(PROFILES)
+    for p in profiles:
+        if p not in PROFILES:
+            ap.error(f"unknown profile {p!r} (choose from {', '.join(PROFILES)})")
+    if os.geteuid() != 0:
+        print("must run as root (network namespaces, tcpdump)", file=sys.stderr)
+        return 2
+    for tool in ("ip", "ethtool", "tcpdump", "iperf3", "ss"):
+        if not shutil.which(tool):
+            print(f"missing tool: {tool}", file=sys.stderr)
+            return 2
+
+    def on_signal(signum, _frame):   # Ctrl-C / SIGTERM / SIGHUP unwind through the with blocks
+        raise KeyboardInterrupt(f"signal {signum}")
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, on_signal)
+
+    rc = 0
+    for p in profiles:
+        rc = max(rc, make(p, a))
+    return rc
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as e:
+        print(f"interrupted: {e}", file=sys.stderr)
+        sys.exit(130)
