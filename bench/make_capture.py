@@ -61,11 +61,11 @@ SNAPLEN = 96
 
 # Defaults, tuned on the 2-core test machine (see README.md):
 BULK_FLOWS = 12
-BULK_SECONDS = 36          # x ~140 k packets/s  ->  ~5 M packets
-BULK_FLOW_RATE = 80        # Mbit/s per flow (iperf3 -b), 12 x 80 = 960 Mbit/s
+BULK_SECONDS = 30          # x ~170 k packets/s  ->  ~5 M packets
+BULK_FLOW_RATE = 160       # Mbit/s per flow (iperf3 -b), 12 x 160 = 1.92 Gbit/s
 MANY_RUNS = 400
 MANY_PARALLEL = 6
-MANY_RUN_BYTES = "2400K"   # ~2.5 k packets per run incl. its control connection
+MANY_RUN_BYTES = "2600K"   # ~2.5 k packets per run incl. its control connection
 MANY_RUN_RATE = 150        # Mbit/s per run (iperf3 -b)
 
 

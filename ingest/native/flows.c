@@ -767,13 +767,12 @@ static uint16_t receiver_ack(struct conn *c, int dir, const struct tv_segment *s
 	sack_counters(c, dir, seg, out);
 
 	/*
-	 * A duplicate ACK, as tcptrace counts them: no data, not a SYN or
-	 * RST, the same ACK number and window as this side's previous ACK,
-	 * acknowledging what the peer has sent, once the peer has sent more
-	 * than its SYN. Unlike RFC 5681, data need not be outstanding and a
-	 * FIN may be a duplicate (docs/analysis.md).
+	 * A duplicate ACK: no data, no SYN, FIN or RST (RFC 5681), the same
+	 * ACK number and window as this side's previous ACK, acknowledging
+	 * what the peer has sent once it sent more than its SYN. As in
+	 * tcptrace, data need not be outstanding (docs/analysis.md).
 	 */
-	if (!seg->payload && !(seg->flags & (TV_SYN | TV_RST)) && me->have_ack &&
+	if (!seg->payload && !(seg->flags & (TV_SYN | TV_FIN | TV_RST)) && me->have_ack &&
 	    a == me->last_ack && win == me->win_last && peer->have_seq &&
 	    a <= peer->snd_max && peer->st.packets > peer->st.syn) {
 		ev |= TV_EV_DUPACK;
