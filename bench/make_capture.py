@@ -321,7 +321,7 @@ def profile_many(net: VethPair, out: Path, a: argparse.Namespace) -> dict:
     threads = [threading.Thread(target=worker, args=(port,), daemon=True) for port in ports]
     for t in threads:
         t.start()
-    last = 0.0
+    last = t0
     for t in threads:
         while t.is_alive():
             t.join(timeout=0.5)    # short joins so Ctrl-C gets through

@@ -36,10 +36,11 @@ def store(tmp_path_factory):
 @pytest.fixture(scope="session")
 def analyzed(store):
     """analyzed(path) -> the JSON document of `tcpvar analyze` for it (cached)."""
-    cache: dict[Path, dict] = {}
+    cache: dict[tuple, dict] = {}
 
     def get(path: Path, **kw) -> dict:
-        if path not in cache:
-            cache[path] = analyze_capture(store, str(path), AnalyzeOptions(**kw))
-        return cache[path]
+        key = (path, tuple(sorted(kw.items())))
+        if key not in cache:
+            cache[key] = analyze_capture(store, str(path), AnalyzeOptions(**kw))
+        return cache[key]
     return get

@@ -74,3 +74,40 @@ def test_crafted_ground_truth(name, analyzed, store):
 def test_overrides_are_explained():
     for key, (_, why) in OVERRIDE.items():
         assert key[0] in EXPECTED and why
+
+
+@pytest.mark.parametrize("name", CRAFTED)
+def test_relative_sequence_numbers(name, analyzed, store):
+    """seq and ack relative to each side's ISN (SYN = 0), as tshark shows them,
+    for every frame whose ground truth has them; unwrapped across 2^32."""
+    doc = analyzed(FIXTURES / name)
+    rows = dict((r[0], r[1:]) for r in store.con.execute(
+        "SELECT frame, seq, ack, flags FROM packets WHERE capture_id = $1",
+        [doc["capture_id"]]).fetchall())
+    checked = 0
+    for f in EXPECTED[name].get("frame_table", []):
+        if f["frame"] not in rows:
+            continue                      # cut off (truncated_last) or not TCP
+        seq, ack, flags = rows[f["frame"]]
+        if f.get("seq_rel") is not None:
+            assert seq == f["seq_rel"], f"frame {f['frame']} seq"
+            checked += 1
+        if f.get("ack_rel") is not None and flags & 0x10:
+            assert ack == f["ack_rel"], f"frame {f['frame']} ack"
+    assert checked or name == "no_handshake.pcap"
+
+
+def test_ngwa_option_values(analyzed, store):
+    """packets.ngwa holds the NGWA window of a well-formed option (0xFFFFFFFF
+    included: 'no constraint yet'); absent and malformed options give NULL."""
+    name = "ngwa_options.pcap"
+    doc = analyzed(FIXTURES / name)
+    ours = dict(store.con.execute("SELECT frame, ngwa FROM packets WHERE capture_id = $1",
+                                  [doc["capture_id"]]).fetchall())
+    states = set()
+    for f in EXPECTED[name]["frame_table"]:
+        ngwa = f["ngwa"]
+        states.add(ngwa["state"])
+        want = ngwa["value"] if ngwa["state"] in ("valid", "unset") else None
+        assert ours[f["frame"]] == want, f"frame {f['frame']}: {ngwa.get('case')}"
+    assert states == {"valid", "unset", "absent", "malformed"}

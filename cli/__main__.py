@@ -1,0 +1,4 @@
+"""python -m tcpvar.cli"""
+from .main import entry
+
+entry()

@@ -1,0 +1,158 @@
+"""The tcpvar command as users run it: help, exit statuses, one-line errors
+for bad input, JSON/CSV contracts, the store's idempotency, query, plots."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES
+
+BAD = FIXTURES / "bad"
+
+
+def tcpvar(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "t.duckdb"
+
+
+@pytest.mark.parametrize("args", [[], ["analyze"], ["query"]])
+def test_help_reads_well(args):
+    res = tcpvar(*args, "--help")
+    assert res.returncode == 0
+    assert "Usage: tcpvar" in res.stdout
+    assert "Examples" in res.stdout
+
+
+def test_version():
+    res = tcpvar("--version")
+    assert res.returncode == 0 and res.stdout.startswith("tcpvar ")
+
+
+@pytest.mark.parametrize("path, status, words", [
+    (FIXTURES / "does-not-exist.pcap", 3, "no such file"),
+    (FIXTURES, 3, "is a directory"),
+    (BAD / "empty.pcap", 3, "empty file"),
+    (BAD / "garbage.pcap", 3, "not a pcap or pcapng capture"),
+    (BAD / "truncated_header.pcap", 3, "truncated capture header"),
+    (BAD / "unknown_linktype.pcap", 3, "unsupported link type 147"),
+    (BAD / "udp_only.pcap", 4, "no TCP segments in 5 frames"),
+    (FIXTURES / "pcapng_mixed_linktypes.pcapng", 3, "different link types"),
+])
+def test_bad_input_one_line(path, status, words, db):
+    res = tcpvar("analyze", "--db", db, path)
+    assert res.returncode == status, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0] and "Traceback" not in res.stderr
+    assert res.stdout == ""
+
+
+def test_bad_input_keeps_what_is_stored(db):
+    assert tcpvar("analyze", "--db", db, "-q", FIXTURES / "sll.pcap").returncode == 0
+    assert tcpvar("analyze", "--db", db, BAD / "garbage.pcap").returncode == 3
+    res = tcpvar("query", "--db", db, "--csv", "SELECT count(*) AS n FROM captures")
+    assert res.stdout.splitlines() == ["n", "1"]
+
+
+def test_several_files_report_each_failure(db):
+    res = tcpvar("analyze", "--db", db, "--json", FIXTURES / "sll.pcap", BAD / "empty.pcap")
+    assert res.returncode == 3
+    assert len(json.loads(res.stdout)["captures"]) == 1
+    assert "empty file" in res.stderr
+
+
+def test_truncated_last_packet_is_reported_and_the_rest_analysed(db):
+    res = tcpvar("analyze", "--db", db, "--json", FIXTURES / "truncated_last.pcap")
+    assert res.returncode == 0
+    assert "warning" in res.stderr and "ends inside a record" in res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["captures"][0]["truncated"] and doc["captures"][0]["frames"] == 10
+    assert sum(c["a2b"]["packets"] + c["b2a"]["packets"] for c in doc["connections"]) == 10
+
+
+def test_json_contract(db):
+    res = tcpvar("analyze", "--db", db, "--json", FIXTURES / "iperf_ipv6.pcap")
+    doc = json.loads(res.stdout)
+    conn = max(doc["connections"], key=lambda c: c["a2b"]["data_bytes"])
+    assert conn["a"].startswith("[2001:db8:1::2]:") and conn["b"] == "[2001:db8:2::2]:5201"
+    for direction in ("a2b", "b2a"):
+        for key in ("packets", "data_packets", "data_bytes", "unique_bytes",
+                    "retransmitted_packets", "retransmitted_bytes", "rtt_samples",
+                    "rtt_avg_ms", "throughput_bps"):
+            assert key in conn[direction]
+    assert conn["a2b"]["retransmitted_packets"] > 0 and conn["a2b"]["throughput_bps"] > 1e6
+
+
+def test_csv_rows_per_direction(db):
+    res = tcpvar("analyze", "--db", db, "--csv", FIXTURES / "iperf_4flows.pcap")
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert len(rows) == 12                    # 6 connections x 2 directions
+    assert {r["direction"] for r in rows} == {"a2b", "b2a"}
+    assert all(int(r["packets"]) >= 0 for r in rows)
+
+
+def test_reanalysis_is_idempotent(db):
+    path = FIXTURES / "iperf_4flows.pcap"
+    first = json.loads(tcpvar("analyze", "--db", db, "--json", path).stdout)
+    again = json.loads(tcpvar("analyze", "--db", db, "--json", path).stdout)
+    forced = json.loads(tcpvar("analyze", "--db", db, "--json", "--force", path).stdout)
+    assert again["captures"][0]["reused"] and not forced["captures"][0]["reused"]
+    assert first["connections"] == again["connections"]
+    strip = [{k: v for k, v in c.items()} for c in forced["connections"]]
+    assert strip == first["connections"]
+    res = tcpvar("query", "--db", db, "--json",
+                 "SELECT (SELECT count(*) FROM captures) AS captures, "
+                 "(SELECT count(*) FROM packets) AS packets, "
+                 "(SELECT count(*) FROM connections) AS conns")
+    counts = json.loads(res.stdout)[0]
+    tshark_tcp = subprocess.run(["tshark", "-r", str(path), "-Y", "tcp", "-T", "fields",
+                                 "-e", "frame.number"], capture_output=True, text=True)
+    assert counts == {"captures": 1, "packets": len(tshark_tcp.stdout.split()), "conns": 6}
+
+
+def test_stats_only_gives_the_same_statistics(db, tmp_path):
+    path = FIXTURES / "iperf_bulk_loss.pcap"
+    full = json.loads(tcpvar("analyze", "--db", db, "--json", path).stdout)
+    lean = json.loads(tcpvar("analyze", "--db", tmp_path / "s.duckdb", "--json",
+                             "--stats-only", path).stdout)
+    assert lean["connections"] == full["connections"]
+    res = tcpvar("query", "--db", tmp_path / "s.duckdb", "--csv", "SELECT count(*) FROM packets")
+    assert res.stdout.splitlines()[1] == "0"
+
+
+def test_query_formats_and_errors(db):
+    tcpvar("analyze", "--db", db, "-q", FIXTURES / "rto_vs_fast.pcap")
+    res = tcpvar("query", "--db", db, "--csv",
+                 "SELECT kind, backoff FROM rto_timeline ORDER BY ts_ns")
+    assert res.stdout.splitlines() == ["kind,backoff", "timeout,0", "timeout,1", "fast,0"]
+    res = tcpvar("query", "--db", db, "SELECT nope FROM packets")
+    assert res.returncode == 5 and len(res.stderr.strip().splitlines()) == 1
+    res = tcpvar("query", "--db", db.parent / "missing.duckdb", "SELECT 1")
+    assert res.returncode == 5 and "no such database" in res.stderr
+
+
+def test_fairness_and_pair_printed(db):
+    res = tcpvar("analyze", "--db", db, "--fairness", "--pair", "5:2",
+                 FIXTURES / "iperf_4flows.pcap")
+    assert res.returncode == 0
+    assert "Jain's index over 4 flows" in res.stdout
+    assert "friendliness of flow 5 against flow 2" in res.stdout
+    res = tcpvar("analyze", "--db", db, "--pair", "9:2", FIXTURES / "iperf_4flows.pcap")
+    assert res.returncode == 2 and "no connection 9" in res.stderr
+
+
+def test_plot_writes_png(db, tmp_path):
+    res = tcpvar("analyze", "--db", db, "-q", "--plot", tmp_path / "plots",
+                 FIXTURES / "iperf_rto.pcap")
+    assert res.returncode == 0
+    png = tmp_path / "plots" / "iperf_rto.pcap.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
