@@ -337,7 +337,7 @@ def profile_many(net: VethPair, out: Path, a: argparse.Namespace) -> dict:
         f"{total/1e9:.2f} GB, {sum(r['retransmits'] or 0 for r in results)} retransmits")
     return {"description": f"{len(results)} iperf3 runs -n {a.run_bytes} -b {a.run_rate}M, {a.parallel} at a time "
                            f"(each run: 1 control + 1 data connection)",
-            "expected_connections": 2 * len(results) + 0, "traffic_seconds": round(elapsed, 1),
+            "expected_connections": 2 * len(results), "traffic_seconds": round(elapsed, 1),
             "iperf3": {"runs_ok": len(results), "runs_failed": len(failures), "bytes": total,
                        "retransmits": sum(r["retransmits"] or 0 for r in results)},
             "tcpdump": stats,

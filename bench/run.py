@@ -484,7 +484,7 @@ def main() -> int:
 
     def on_signal(signum, _frame):
         raise KeyboardInterrupt(f"signal {signum}")
-    for s in (signal.SIGTERM, signal.SIGHUP):
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, on_signal)
 
     tcpvar = find_tcpvar(a.tcpvar)
