@@ -384,7 +384,9 @@ static int ipv4(struct view *v, struct tv_segment *seg)
 		return TV_MALFORMED;
 	seg->family = 4;
 	memcpy(seg->src, p + 12, 4);
+	memset(seg->src + 4, 0, 12);
 	memcpy(seg->dst, p + 16, 4);
+	memset(seg->dst + 4, 0, 12);
 	seg->ip_id = be16(p + 4);
 	ipv4_options(p + 20, ihl - 20, seg);
 	skip(v, ihl);
@@ -452,7 +454,10 @@ int tv_decode(int dlt, const uint8_t *data, uint32_t caplen, uint32_t wirelen,
 	struct view v = { data, caplen, wirelen > caplen ? wirelen : caplen };
 	uint16_t type;
 
-	memset(seg, 0, sizeof(*seg));
+	/* only what decoding may leave unset; the rest is always written */
+	seg->has_mss = seg->has_wscale = seg->has_ts = seg->sack_permitted = 0;
+	seg->nsack = 0;
+	seg->ngwa_state = 0;
 	type = link_layer(dlt, &v);
 	if (type == ETH_IPV4)
 		return ipv4(&v, seg);

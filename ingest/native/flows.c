@@ -90,6 +90,7 @@ struct conn {
 
 struct tv_flows {
 	struct tv_flow_opts opts;
+	struct conn *last;	/* the previous packet's connection: often the next's */
 	struct conn **conns;
 	size_t nconns, capconns;
 	uint32_t *slots;	/* open addressing: conn index + 1, 0 empty */
@@ -100,15 +101,12 @@ struct tv_flows {
 
 static uint64_t hash_key(const struct key *k)
 {
-	uint64_t h = 0x9E3779B97F4A7C15ull, w;
-	size_t i;
+	uint64_t w[5], h;
 
-	for (i = 0; i < sizeof(*k); i += 8) {
-		memcpy(&w, (const uint8_t *)k + i, 8);
-		h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
-		h ^= h >> 31;
-	}
-	return h;
+	memcpy(w, k, sizeof(w));
+	h = (w[0] ^ w[1] * 0x9E3779B97F4A7C15ull) + (w[2] ^ w[3] * 0xC2B2AE3D27D4EB4Full);
+	h = (h ^ w[4]) * 0xBF58476D1CE4E5B9ull;
+	return h ^ (h >> 31);
 }
 
 static int addr_port_cmp(const uint8_t *a, uint16_t ap, const uint8_t *b, uint16_t bp)
@@ -253,8 +251,37 @@ static int starts_new_conn(const struct conn *c, int dir, const struct tv_segmen
 	return ended || (h->syn_seen && c->h[!dir].syn_seen);
 }
 
+/* Direction of @seg in @c: 0 a->b, 1 b->a, -1 another 4-tuple. */
+static int same_tuple(const struct conn *c, const struct tv_segment *seg)
+{
+	if (c->key.family != seg->family)
+		return -1;
+	if (c->a_port == seg->sport && c->b_port == seg->dport &&
+	    !memcmp(c->a_addr, seg->src, 16) && !memcmp(c->b_addr, seg->dst, 16))
+		return 0;
+	if (c->b_port == seg->sport && c->a_port == seg->dport &&
+	    !memcmp(c->b_addr, seg->src, 16) && !memcmp(c->a_addr, seg->dst, 16))
+		return 1;
+	return -1;
+}
+
+static struct conn *lookup_slow(struct tv_flows *f, const struct tv_segment *seg,
+				uint64_t ts, int *dir);
+
 static struct conn *lookup(struct tv_flows *f, const struct tv_segment *seg,
 			   uint64_t ts, int *dir)
+{
+	struct conn *c = f->last;
+
+	if (c && (*dir = same_tuple(c, seg)) >= 0 && !starts_new_conn(c, *dir, seg))
+		return c;
+	c = lookup_slow(f, seg, ts, dir);
+	f->last = c;
+	return c;
+}
+
+static struct conn *lookup_slow(struct tv_flows *f, const struct tv_segment *seg,
+				uint64_t ts, int *dir)
 {
 	struct key k;
 	int src_is_lo;
@@ -333,12 +360,13 @@ static int ring_room(struct half *h)
 
 	if (h->rhead + h->rlen < h->rcap)
 		return 0;
-	if (h->rcap >= RING_MAX && h->rhead == 0) {
+	if (h->rcap >= RING_MAX && h->rlen == h->rcap) {
 		h->rhead++;
 		h->rlen--;
 		dropped = 1;
 	}
-	if (h->rhead > 0) {
+	/* compact only when that frees at least half: O(1) amortised */
+	if (h->rhead && (h->rlen <= h->rcap / 2 || h->rcap >= RING_MAX)) {
 		memmove(h->ring, h->ring + h->rhead, h->rlen * sizeof(*h->ring));
 		h->rhead = 0;
 		return dropped;
@@ -351,7 +379,7 @@ static int ring_room(struct half *h)
 		h->ring = v;
 		h->rcap = n;
 	}
-	return 0;
+	return dropped;
 }
 
 /* Record a segment sent at @ts at position @i (kept in sequence order). */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* scan.c - the libpcap read loop that feeds decode, flows and batches. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,13 +34,19 @@ static int scan_start(struct tv_scan *s, pcap_t *pcap, const char *err,
 	return 0;
 }
 
+#define READ_BUFFER (1 << 20)	/* fewer, larger reads than stdio's default */
+
 int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts)
 {
-	char err[PCAP_ERRBUF_SIZE] = "";
+	FILE *fp = fopen(path, "rb");
 
-	memset(s, 0, sizeof(*s));
-	return scan_start(s, pcap_open_offline_with_tstamp_precision(path,
-				PCAP_TSTAMP_PRECISION_NANO, err), err, opts);
+	if (!fp) {
+		memset(s, 0, sizeof(*s));
+		snprintf(s->errbuf, sizeof(s->errbuf), "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	setvbuf(fp, NULL, _IOFBF, READ_BUFFER);
+	return tv_scan_open_fp(s, fp, opts);
 }
 
 int tv_scan_open_fp(struct tv_scan *s, FILE *fp, const struct tv_flow_opts *opts)
