@@ -114,7 +114,7 @@ def _print_tables(captures: list[dict]) -> None:
     from tcpvar.report import tables, terminal
 
     for cap in captures:
-        terminal.out.print(tables.connections_table(cap))
+        terminal.data(tables.connections_text(cap))
         if "fairness" in cap:
             terminal.out.print(tables.fairness_table(cap["path"], cap["fairness"]))
             for line in tables.fairness_lines(cap["fairness"]):

@@ -27,9 +27,10 @@ from . import _pcapscan
 from .arrow import batch_table, record_table
 from tcpvar.store.db import one
 
-BATCH_ROWS = 1 << 18      # packets per batch: ~20 MB of columns
-QUEUE_DEPTH = 2           # batches parsed ahead of the loader
+BATCH_ROWS = 1 << 19      # packets per batch: ~80 MB of columns
+QUEUE_DEPTH = 1           # batches parsed ahead of the loader
 HEAD_TAIL = 1 << 16       # bytes hashed at each end for the fingerprint
+LOAD_MEMORY = "512MB"     # DuckDB's cache while loading: bounds the peak
 
 Progress = Callable[[int, int], None]
 
@@ -214,33 +215,12 @@ def _store_connections(con, capture_id: int, scanner) -> int:
 
 
 def _existing(con, path: str):
-    return one(con, 
-        "SELECT capture_id, fingerprint, frames, tcp_packets, truncated, warning, with_packets "
-        "FROM captures WHERE path = $1", [path])
+    return one(con, "SELECT capture_id, fingerprint, frames, tcp_packets, truncated, warning, "
+                    "with_packets FROM captures WHERE path = $1 AND complete", [path])
 
 
-def delete_capture(con, capture_id: int) -> None:
-    for table in ("packets", "connections", "dir_counters", "retransmit_events",
-                  "throughput", "captures"):
-        con.execute(f"DELETE FROM {table} WHERE capture_id = $1", [capture_id])
-
-
-def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
-           force: bool = False, progress: Progress | None = None) -> CaptureResult:
-    """Read a capture into the store; unchanged files already there are reused."""
-    options = options or ScanOptions()
-    path = Path(path)
-    check_readable(path)
-    apath = str(path.resolve())
-    fp = fingerprint(path)
-    con = store.con
-
-    old = _existing(con, apath)
-    if old and old[1] == fp and not force and (old[6] or not options.packets):
-        n = one(con, "SELECT count(*) FROM connections WHERE capture_id = $1",
-                        [old[0]])[0]
-        return CaptureResult(old[0], apath, True, old[2], old[3], n, old[4], old[5])
-
+def _open_scanner(path: Path, options: ScanOptions):
+    """The native scanner, reading through a gunzip pipe when needed."""
     feed = GzipFeed(path) if is_gzip(path) else None
     try:
         scanner = _pcapscan.Scanner(str(path), packets=options.packets,
@@ -254,39 +234,84 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
             if feed.error:
                 raise InputError(f"{path}: {feed.error}") from None
         raise _scan_error(path, str(exc)) from None
+    return scanner, feed
 
-    size = path.stat().st_size
+
+def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOptions,
+          progress: Progress | None) -> CaptureResult:
+    """Packets batch by batch, each committed (memory stays flat), then the
+    statistics and the capture's row in one transaction that completes it."""
+    con = store.con
     try:
+        with store.memory_limit(LOAD_MEMORY):
+            status = _load_packets(con, capture_id, scanner, feed, path.stat().st_size,
+                                   progress)
+    except _pcapscan.ScanError as exc:
+        raise _scan_error(path, str(exc)) from None
+    if feed and feed.error:
+        raise InputError(f"{path}: {feed.error}")
+    counters = scanner.counters
+    if counters["tcp"] == 0:
+        raise NoTcpError(f"{path}: no TCP segments in {counters['frames']} frames")
+    truncated = status == "truncated"
+    warning = None
+    if truncated:
+        warning = (f"the file ends inside a record; the {counters['frames']} "
+                   f"records before it were analysed")
+    with store.transaction():
+        nconn = _store_connections(con, capture_id, scanner)
+        con.execute("""
+            UPDATE captures SET link_type = $2, link_name = $3, frames = $4, tcp_packets = $5,
+                non_tcp = $6, ip_fragments = $7, too_short = $8, malformed = $9,
+                first_ns = $10, last_ns = $11, truncated = $12, warning = $13,
+                complete = true
+            WHERE capture_id = $1""",
+            [capture_id, scanner.link_type, scanner.link_name, counters["frames"],
+             counters["tcp"], counters["non_tcp"], counters["ip_fragments"],
+             counters["too_short"], counters["malformed"], counters["first_ns"],
+             counters["last_ns"], truncated, warning])
+    return CaptureResult(capture_id, str(path.resolve()), False, counters["frames"],
+                         counters["tcp"], nconn, truncated, warning)
+
+
+def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
+           force: bool = False, progress: Progress | None = None) -> CaptureResult:
+    """Read a capture into the store; unchanged files already there are reused.
+
+    Until the capture's row says complete, its rows are partial: any failure
+    or interruption deletes them, and the store drops what a killed process
+    left behind the next time it opens the database."""
+    options = options or ScanOptions()
+    path = Path(path)
+    check_readable(path)
+    apath = str(path.resolve())
+    fp = fingerprint(path)
+    con = store.con
+
+    old = _existing(con, apath)
+    if old and old[1] == fp and not force and (old[6] or not options.packets):
+        n = one(con, "SELECT count(*) FROM connections WHERE capture_id = $1", [old[0]])[0]
+        return CaptureResult(old[0], apath, True, old[2], old[3], n, old[4], old[5])
+
+    scanner, feed = _open_scanner(path, options)
+    try:
+        if old:
+            store.delete_capture(old[0])
         with store.transaction():
-            if old:
-                delete_capture(con, old[0])
             capture_id = one(con, "SELECT nextval('capture_ids')")[0]
-            try:
-                status = _load_packets(con, capture_id, scanner, feed, size, progress)
-            except _pcapscan.ScanError as exc:
-                raise _scan_error(path, str(exc)) from None
-            if feed and feed.error:
-                raise InputError(f"{path}: {feed.error}")
-            truncated = status == "truncated"
-            counters = scanner.counters
-            warning = None
-            if truncated:
-                warning = (f"the file ends inside a record; the {counters['frames']} "
-                           f"records before it were analysed")
-            if counters["tcp"] == 0:
-                raise NoTcpError(f"{path}: no TCP segments in {counters['frames']} frames")
-            nconn = _store_connections(con, capture_id, scanner)
+            st = path.stat()
             con.execute("""
-                INSERT INTO captures VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,
-                    $12, $13, $14, $15, $16, $17, $18, NULL, now(), $19)""",
-                [capture_id, apath, size, path.stat().st_mtime_ns, fp,
-                 scanner.link_type, scanner.link_name, counters["frames"], counters["tcp"],
-                 counters["non_tcp"], counters["ip_fragments"], counters["too_short"],
-                 counters["malformed"], counters["first_ns"], counters["last_ns"],
-                 truncated, warning, options.packets, __version__])
+                INSERT INTO captures (capture_id, path, size_bytes, mtime_ns, fingerprint,
+                    with_packets, analyzed_at, tcpvar_version, complete)
+                VALUES ($1, $2, $3, $4, $5, $6, now(), $7, false)""",
+                [capture_id, apath, st.st_size, st.st_mtime_ns, fp, options.packets,
+                 __version__])
+        try:
+            return _load(store, capture_id, path, scanner, feed, options, progress)
+        except BaseException:
+            store.delete_capture(capture_id)
+            raise
     finally:
         scanner.close()
         if feed:
             feed.close()
-    return CaptureResult(capture_id, apath, False, counters["frames"], counters["tcp"],
-                         nconn, truncated, warning)

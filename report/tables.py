@@ -22,31 +22,43 @@ def ms(value) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def connections_table(capture: dict) -> Table:
-    """Per connection and direction, the figures people compare first."""
-    t = Table(title=f"{capture['path']}: {len(capture['connections'])} TCP connections",
-              box=box.SIMPLE_HEAVY, title_justify="left")
-    for name, justify in (("#", "right"), ("from → to", "left"), ("pkts", "right"),
-                          ("data pkts", "right"), ("data bytes", "right"),
-                          ("unique", "right"), ("rexmit pkts", "right"),
-                          ("rexmit bytes", "right"), ("ooo", "right"),
-                          ("dupacks", "right"), ("RTO/fast", "right"),
-                          ("RTT avg ms (n)", "right"), ("throughput", "right"),
-                          ("goodput", "right")):
-        t.add_column(name, justify=justify, no_wrap=(name != "from → to"))
+CONN_COLUMNS = (  # header, alignment
+    ("#", ">"), ("from → to", "<"), ("pkts", ">"), ("data pkts", ">"), ("data bytes", ">"),
+    ("unique", ">"), ("rexmit pkts", ">"), ("rexmit bytes", ">"), ("ooo", ">"),
+    ("dupacks", ">"), ("RTO/fast", ">"), ("RTT avg ms (n)", ">"), ("throughput", ">"),
+    ("goodput", ">"))
+
+
+def _conn_rows(capture: dict):
     for conn in capture["connections"]:
         for i, direction in enumerate(DIRECTIONS):
             s = conn[direction]
             ends = (conn["a"], conn["b"]) if direction == "a2b" else (conn["b"], conn["a"])
-            t.add_row(str(conn["id"]) if i == 0 else "", f"{ends[0]} → {ends[1]}",
-                      str(s["packets"]), str(s["data_packets"]), si(s["data_bytes"], "B"),
-                      si(s["unique_bytes"], "B"), str(s["retransmitted_packets"]),
-                      si(s["retransmitted_bytes"], "B"), str(s["out_of_order_packets"]),
-                      str(s["duplicate_acks"]), f"{s['rto_events']}/{s['fast_retransmits']}",
-                      f"{ms(s['rtt_avg_ms'])} ({s['rtt_samples']})",
-                      si(s["throughput_bps"], "bit/s"), si(s["goodput_bps"], "bit/s"),
-                      end_section=(i == 1))
-    return t
+            yield (str(conn["id"]) if i == 0 else "", f"{ends[0]} → {ends[1]}",
+                   str(s["packets"]), str(s["data_packets"]), si(s["data_bytes"], "B"),
+                   si(s["unique_bytes"], "B"), str(s["retransmitted_packets"]),
+                   si(s["retransmitted_bytes"], "B"), str(s["out_of_order_packets"]),
+                   str(s["duplicate_acks"]), f"{s['rto_events']}/{s['fast_retransmits']}",
+                   f"{ms(s['rtt_avg_ms'])} ({s['rtt_samples']})",
+                   si(s["throughput_bps"], "bit/s"), si(s["goodput_bps"], "bit/s"))
+
+
+def connections_text(capture: dict) -> str:
+    """Per connection and direction, the figures people compare first, as
+    plain aligned text: thousands of connections print in milliseconds."""
+    rows = list(_conn_rows(capture))
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _) in enumerate(CONN_COLUMNS)]
+
+    def line(cells):
+        return "  ".join(f"{c:{a}{w}}" for c, (_, a), w in zip(cells, CONN_COLUMNS, widths))
+
+    out = [f"{capture['path']}: {len(capture['connections'])} TCP connections", "",
+           line(h for h, _ in CONN_COLUMNS), "  ".join("-" * w for w in widths)]
+    for i, row in enumerate(rows):
+        out.append(line(row).rstrip())
+        if i % 2:
+            out.append("")
+    return "\n".join(out)
 
 
 def fairness_table(capture_path: str, result: dict) -> Table:

@@ -11,6 +11,9 @@ import duckdb
 from tcpvar.errors import StoreError
 
 SCHEMA_VERSION = "1"
+# the tables holding a capture's rows, the capture's own row last
+CAPTURE_TABLES = ("packets", "connections", "dir_counters", "retransmit_events",
+                  "throughput", "captures")
 
 
 def _one_line(exc: Exception) -> str:
@@ -33,6 +36,8 @@ class Store:
         if not read_only:
             self._apply_schema()
         self._check_version()
+        if not read_only:
+            self._drop_partial_captures()
 
     def _apply_schema(self) -> None:
         self.con.execute(resources.files("tcpvar.store").joinpath("schema.sql").read_text())
@@ -54,6 +59,31 @@ class Store:
             raise StoreError(
                 f"store {self.path}: schema version {found}, this tcpvar needs "
                 f"{SCHEMA_VERSION}; use a new --db file")
+
+    def _drop_partial_captures(self) -> None:
+        """A process killed while loading leaves an incomplete capture: drop it.
+        (DuckDB lets one process write a database at a time, so none is loading now.)"""
+        partial = self.con.execute(
+            "SELECT capture_id FROM captures WHERE NOT complete").fetchall()
+        for (capture_id,) in partial:
+            self.delete_capture(capture_id)
+
+    def delete_capture(self, capture_id: int) -> None:
+        """Every row of one capture, in one transaction."""
+        with self.transaction():
+            for table in CAPTURE_TABLES:
+                self.con.execute(f"DELETE FROM {table} WHERE capture_id = $1", [capture_id])
+
+    @contextlib.contextmanager
+    def memory_limit(self, limit: str):
+        """DuckDB keeps written blocks cached up to its memory limit (most of
+        the RAM by default): a lower limit keeps a long load's memory flat."""
+        old = one(self.con, "SELECT current_setting('memory_limit')")[0]
+        self.con.execute(f"SET memory_limit = '{limit}'")
+        try:
+            yield
+        finally:
+            self.con.execute(f"SET memory_limit = '{old}'")
 
     @contextlib.contextmanager
     def transaction(self):

@@ -30,7 +30,8 @@ CREATE TABLE IF NOT EXISTS captures (
     with_packets   BOOLEAN,              -- packets table filled for it
     interval_ms    DOUBLE,               -- bin width of its throughput series
     analyzed_at    TIMESTAMP,
-    tcpvar_version VARCHAR
+    tcpvar_version VARCHAR,
+    complete       BOOLEAN               -- false while it is being loaded
 );
 
 -- One row per TCP segment (column meanings in docs/schema.md).
