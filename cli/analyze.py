@@ -95,7 +95,7 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
                 from tcpvar.report.plots import plot_capture
 
                 for png in plot_capture(store.con, doc, plot_dir):
-                    terminal.err.print(f"wrote {png}", markup=False)
+                    terminal.note(f"wrote {png}")
             captures.append(doc)
 
     if as_json:
@@ -116,6 +116,6 @@ def _print_tables(captures: list[dict]) -> None:
     for cap in captures:
         terminal.data(tables.connections_text(cap))
         if "fairness" in cap:
-            terminal.out.print(tables.fairness_table(cap["path"], cap["fairness"]))
+            terminal.show(tables.fairness_table(cap["path"], cap["fairness"]))
             for line in tables.fairness_lines(cap["fairness"]):
-                terminal.out.print(line)
+                terminal.data(line)

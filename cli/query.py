@@ -35,4 +35,4 @@ def query(sql, db_path, as_json, as_csv):
     elif as_csv:
         terminal.data(export.rows_csv(columns, rows))
     elif columns:
-        terminal.out.print(tables.rows_table(columns, rows))
+        terminal.show(tables.rows_table(columns, rows))

@@ -1,4 +1,4 @@
-"""Native batches and record columns -> Arrow tables, without copying packets."""
+"""Native packet batches -> Arrow tables, without copying the packets."""
 from __future__ import annotations
 
 import pyarrow as pa
@@ -8,7 +8,6 @@ _TYPES = {
     "uint16": pa.uint16(),
     "uint32": pa.uint32(),
     "int64": pa.int64(),
-    "float64": pa.float64(),
 }
 
 
@@ -27,18 +26,4 @@ def batch_table(batch) -> pa.Table:
             array = pa.Array.from_buffers(_TYPES[typ], rows, [bitmap, pa.py_buffer(values)])
         names.append(name)
         arrays.append(array)
-    return pa.Table.from_arrays(arrays, names=names)
-
-
-def record_table(columns: dict, extra: dict | None = None) -> pa.Table:
-    """Columns from the scanner's record exports ({name: (type, bytes)} or lists)."""
-    names, arrays = [], []
-    for name, col in {**columns, **(extra or {})}.items():
-        if isinstance(col, tuple):
-            typ, buf = col
-            n = len(buf) // 8
-            arrays.append(pa.Array.from_buffers(_TYPES[typ], n, [None, pa.py_buffer(buf)]))
-        else:
-            arrays.append(pa.array(col))
-        names.append(name)
     return pa.Table.from_arrays(arrays, names=names)

@@ -24,7 +24,6 @@ from tcpvar import __version__
 from tcpvar.errors import InputError, NoTcpError
 
 from . import _pcapscan
-from .arrow import batch_table, record_table
 from tcpvar.store.db import one
 
 BATCH_ROWS = 1 << 19      # packets per batch: ~80 MB of columns
@@ -171,6 +170,8 @@ def _load_packets(con, capture_id: int, scanner, feed, size: int,
             if kind == "crash":
                 raise status
             if batch is not None and batch.rows:
+                from .arrow import batch_table  # pyarrow: only when packets are kept
+
                 table = batch_table(batch)
                 con.register("_tv_batch", table)
                 con.execute("INSERT INTO packets SELECT $1, * FROM _tv_batch", [capture_id])
@@ -184,33 +185,47 @@ def _load_packets(con, capture_id: int, scanner, feed, size: int,
         worker.join()
 
 
+def _columns(columns: dict) -> tuple[str, list]:
+    """SQL selecting the scanner's record columns ({name: (type, bytes) or
+    list}) as a relation, with the values bound as list parameters. The names
+    are the scanner's own field names; values are never formatted into SQL."""
+    names, params = [], []
+    for name, col in columns.items():
+        if isinstance(col, tuple):
+            typ, buf = col
+            col = memoryview(buf).cast("d" if typ == "float64" else "q").tolist()
+        params.append(col)
+        names.append(f"unnest(${len(params) + 1}) AS {name}")
+    return "SELECT " + ", ".join(names), params
+
+
 def _store_connections(con, capture_id: int, scanner) -> int:
+    """Connections, their raw per-direction counters and the retransmission
+    episodes: a few rows per connection, bound as lists (no Arrow needed)."""
     conns, stats = scanner.connections()
-    ctable = record_table(conns)
-    n = ctable.num_rows
-    stable = record_table(stats, {"conn": [i // 2 + 1 for i in range(2 * n)],
-                                  "dir": [i % 2 for i in range(2 * n)]})
-    con.register("_tv_conns", ctable)
-    con.execute("""
+    n = len(conns["a_addr"])
+    if not n:
+        return 0
+    select, params = _columns(conns)
+    con.execute(f"""
         INSERT INTO connections
         SELECT $1, id, family, a_addr, a_port, b_addr, b_port, first_ns, last_ns,
                packets, a_isn, b_isn, handshake <> 0, closed <> 0, reset <> 0
-        FROM _tv_conns""", [capture_id])
-    con.unregister("_tv_conns")
-    con.register("_tv_stats", stable)
-    con.execute("INSERT INTO dir_counters BY NAME SELECT $1 AS capture_id, * FROM _tv_stats",
-                [capture_id])
-    con.unregister("_tv_stats")
-    events = record_table(scanner.events())
-    if events.num_rows:
-        con.register("_tv_events", events)
-        con.execute("""
+        FROM ({select})""", [capture_id, *params])
+    stats["conn"] = [i // 2 + 1 for i in range(2 * n)]
+    stats["dir"] = [i % 2 for i in range(2 * n)]
+    select, params = _columns(stats)
+    con.execute(f"INSERT INTO dir_counters BY NAME SELECT $1 AS capture_id, * FROM ({select})",
+                [capture_id, *params])
+    events = scanner.events()
+    if events["conn"][1]:
+        select, params = _columns(events)
+        con.execute(f"""
             INSERT INTO retransmit_events
             SELECT $1, conn, dir, frame, ts_ns,
                    CASE kind WHEN 1 THEN 'timeout' ELSE 'fast' END,
                    seq, len, silence_ns / 1e6, dupacks, backoff
-            FROM _tv_events""", [capture_id])
-        con.unregister("_tv_events")
+            FROM ({select})""", [capture_id, *params])
     return n
 
 

@@ -1,28 +1,45 @@
 """The one place that writes to the terminal: data to stdout, diagnostics
-(progress, warnings, errors) to stderr, so `tcpvar ... --json | jq` works."""
+(progress, warnings, errors) to stderr, so `tcpvar ... --json | jq` works.
+Rich is imported only when something is shown with it."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 
-from rich.console import Console
-from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
-                           TimeRemainingColumn, TransferSpeedColumn)
 
-out = Console(highlight=False)
-if not out.is_terminal:  # piped tables keep their columns instead of folding to 80
-    out = Console(highlight=False, width=200)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+@functools.cache
+def out():
+    """Rich console on stdout; piped, tables keep their columns (200 wide)."""
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=200)
+
+
+@functools.cache
+def err():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def show(renderable) -> None:
+    out().print(renderable)
+
+
+def note(message: str) -> None:
+    """A plain line on stderr."""
+    print(message, file=sys.stderr)
 
 
 def warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {message}", markup=True)
+    print(f"warning: {message}", file=sys.stderr)
 
 
 def error(message: str) -> None:
-    # one line, with markup off: file names may contain brackets
-    err.print("tcpvar: error: ", style="bold red", end="")
-    err.print(message, markup=False)
+    """One line on stderr: `tcpvar: error: ...`."""
+    print(f"tcpvar: error: {message}", file=sys.stderr)
 
 
 def data(text: str) -> None:
@@ -36,11 +53,14 @@ def data(text: str) -> None:
 @contextlib.contextmanager
 def file_progress(label: str, quiet: bool = False):
     """A transient byte progress bar on stderr; yields update(done, total)."""
-    if quiet or not err.is_terminal:
+    if quiet or not sys.stderr.isatty():
         yield lambda done, total: None
         return
+    from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
+                               TimeRemainingColumn, TransferSpeedColumn)
+
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                  TransferSpeedColumn(), TimeRemainingColumn(), console=err,
+                  TransferSpeedColumn(), TimeRemainingColumn(), console=err(),
                   transient=True) as progress:
         task = progress.add_task(label, total=None)
 

@@ -156,3 +156,41 @@ def test_plot_writes_png(db, tmp_path):
     assert res.returncode == 0
     png = tmp_path / "plots" / "iperf_rto.pcap.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
+
+
+def test_interrupted_load_leaves_nothing(tmp_path):
+    """Ctrl-C in the middle of a load: the capture's rows are removed, what was
+    stored before stays."""
+    from tcpvar.ingest.capture import ingest
+    from tcpvar.store import Store
+
+    with Store(tmp_path / "i.duckdb") as store:
+        ingest(store, FIXTURES / "sll.pcap")
+
+        def interrupt(done, total):
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            ingest(store, FIXTURES / "iperf_bulk_loss.pcap", progress=interrupt)
+        counts = store.con.execute(
+            "SELECT (SELECT count(*) FROM captures), (SELECT count(DISTINCT capture_id) "
+            "FROM packets), (SELECT count(*) FROM captures WHERE NOT complete)").fetchone()
+    assert counts == (1, 1, 0)
+
+
+def test_store_drops_a_killed_load(tmp_path):
+    """A process killed while loading leaves an incomplete capture: the next
+    writer removes it, and analysing the file again stores it whole."""
+    import duckdb
+
+    from tcpvar.store import Store
+
+    path = tmp_path / "k.duckdb"
+    Store(path).close()
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO captures (capture_id, path, complete) VALUES (7, '/x.pcap', false)")
+    con.execute("INSERT INTO packets (capture_id, frame) VALUES (7, 1), (7, 2)")
+    con.close()
+    with Store(path) as store:
+        assert store.con.execute("SELECT count(*) FROM packets").fetchone()[0] == 0
+        assert store.con.execute("SELECT count(*) FROM captures").fetchone()[0] == 0

@@ -116,32 +116,23 @@ static void append_row(struct tv_batch *b, const struct tv_segment *seg,
 	b->n++;
 }
 
-int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_frames)
+/* The next TCP segment of the file, counting the other frames on the way. */
+static int read_segment(struct tv_scan *s, struct tv_item *it)
 {
 	struct pcap_pkthdr *h;
 	const u_char *data;
-	struct tv_segment seg;
-	struct tv_pkt_result res;
-	uint64_t budget = max_frames;
 
-	while (!b || b->n < b->cap) {
-		int rc;
+	for (;;) {
+		int rc = pcap_next_ex(s->pcap, &h, &data);
 		uint64_t ts;
 
-		if (!b && budget-- == 0)
-			return TV_SCAN_MORE;
-		rc = pcap_next_ex(s->pcap, &h, &data);
-		if (rc == PCAP_ERROR_BREAK) {
-			s->status = TV_SCAN_EOF;
-			return s->status;
-		}
+		if (rc == PCAP_ERROR_BREAK)
+			return TV_SCAN_EOF;
 		if (rc != 1) {
 			const char *msg = pcap_geterr(s->pcap);
 
 			snprintf(s->errbuf, sizeof(s->errbuf), "%s", msg);
-			s->status = strstr(msg, "truncated") ? TV_SCAN_TRUNCATED
-							     : TV_SCAN_ERROR;
-			return s->status;
+			return strstr(msg, "truncated") ? TV_SCAN_TRUNCATED : TV_SCAN_ERROR;
 		}
 		s->frames++;
 		s->captured_bytes += h->caplen;
@@ -152,35 +143,65 @@ int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_frames)
 		if (ts > s->last_ns)
 			s->last_ns = ts;
 
-		switch (tv_decode(s->dlt, data, h->caplen, h->len, &seg)) {
+		switch (tv_decode(s->dlt, data, h->caplen, h->len, &it->seg)) {
 		case TV_OK:
-			break;
+			s->tcp++;
+			it->ts = ts;
+			it->wire_len = h->len;
+			it->frame = (uint32_t)s->frames;
+			return TV_SCAN_MORE;
 		case TV_NOT_TCP:
 			s->not_tcp++;
-			continue;
+			break;
 		case TV_FRAGMENT:
 			s->fragments++;
-			continue;
+			break;
 		case TV_TOO_SHORT:
 			s->too_short++;
-			continue;
+			break;
 		default:
 			s->malformed++;
-			continue;
+			break;
 		}
-		s->tcp++;
-		if (tv_flows_add(s->flows, ts, (uint32_t)s->frames, &seg, &res) < 0) {
+	}
+}
+
+/* Run the analysis on one segment and add its row to @b. */
+static int analyse(struct tv_scan *s, struct tv_batch *b, const struct tv_item *it)
+{
+	struct tv_pkt_result res;
+
+	if (tv_flows_add(s->flows, it->ts, it->frame, &it->seg, &res) < 0)
+		return -1;
+	if (b) {
+		if (!tv_batch_reserve_sack(b, it->seg.nsack))
+			return -1;
+		append_row(b, &it->seg, &res, it->frame, it->ts, it->wire_len);
+	}
+	return 0;
+}
+
+int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments)
+{
+	struct tv_item local;
+	uint64_t budget = max_segments;
+
+	if (s->status != TV_SCAN_MORE)
+		return s->status;
+	while (!b || b->n < b->cap) {
+		int rc;
+
+		if (!b && budget-- == 0)
+			return TV_SCAN_MORE;
+		rc = read_segment(s, &local);
+		if (rc != TV_SCAN_MORE) {
+			s->status = rc;
+			return rc;
+		}
+		if (analyse(s, b, &local) < 0) {
 			snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
 			s->status = TV_SCAN_ERROR;
 			return s->status;
-		}
-		if (b) {
-			if (!tv_batch_reserve_sack(b, seg.nsack)) {
-				snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
-				s->status = TV_SCAN_ERROR;
-				return s->status;
-			}
-			append_row(b, &seg, &res, s->frames, ts, h->len);
 		}
 	}
 	return TV_SCAN_MORE;

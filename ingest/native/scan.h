@@ -20,6 +20,14 @@ enum tv_scan_status {
 	TV_SCAN_ERROR,		/* a read error; message in errbuf */
 };
 
+/* A decoded TCP segment with what the record said about it. */
+struct tv_item {
+	struct tv_segment seg;
+	uint64_t ts;
+	uint32_t wire_len;
+	uint32_t frame;
+};
+
 struct tv_scan {
 	pcap_t *pcap;
 	int dlt;
@@ -39,10 +47,10 @@ int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts 
 int tv_scan_open_fp(struct tv_scan *s, FILE *fp, const struct tv_flow_opts *opts);
 
 /*
- * Read frames until @b is full (or, without a batch, @max_frames frames were
- * read) or the file ends. Returns a tv_scan_status.
+ * Analyse segments until @b is full (or, without a batch, @max_segments
+ * were analysed) or the file ends. Returns a tv_scan_status.
  */
-int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_frames);
+int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments);
 
 void tv_scan_close(struct tv_scan *s);
 
