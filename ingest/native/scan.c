@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* scan.c - the libpcap read loop that feeds decode, flows and batches. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "decode.h"
 #include "scan.h"
@@ -36,17 +40,61 @@ static int scan_start(struct tv_scan *s, pcap_t *pcap, const char *err,
 
 #define READ_BUFFER (1 << 20)	/* fewer, larger reads than stdio's default */
 
+/*
+ * libpcap reads through stdio; a stream over the mapped file spares it the
+ * read() calls and their copies. Files that cannot be mapped are read.
+ */
+static FILE *open_mapped(const char *path, void **map, size_t *len)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+	FILE *fp = NULL;
+
+	*map = NULL;
+	if (fd < 0)
+		return NULL;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+
+		if (p != MAP_FAILED) {
+			madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+			fp = fmemopen(p, (size_t)st.st_size, "r");
+			if (fp) {
+				*map = p;
+				*len = (size_t)st.st_size;
+			} else {
+				munmap(p, (size_t)st.st_size);
+			}
+		}
+	}
+	close(fd);
+	return fp;
+}
+
 int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts)
 {
-	FILE *fp = fopen(path, "rb");
+	void *map;
+	size_t len = 0;
+	FILE *fp = open_mapped(path, &map, &len);
+	int rc;
 
 	if (!fp) {
-		memset(s, 0, sizeof(*s));
-		snprintf(s->errbuf, sizeof(s->errbuf), "%s: %s", path, strerror(errno));
-		return -1;
+		fp = fopen(path, "rb");
+		if (!fp) {
+			memset(s, 0, sizeof(*s));
+			snprintf(s->errbuf, sizeof(s->errbuf), "%s: %s", path, strerror(errno));
+			return -1;
+		}
+		setvbuf(fp, NULL, _IOFBF, READ_BUFFER);
 	}
-	setvbuf(fp, NULL, _IOFBF, READ_BUFFER);
-	return tv_scan_open_fp(s, fp, opts);
+	rc = tv_scan_open_fp(s, fp, opts);	/* closes fp on failure */
+	if (rc < 0 && map)
+		munmap(map, len);
+	else if (map) {
+		s->map = map;
+		s->map_len = len;
+	}
+	return rc;
 }
 
 int tv_scan_open_fp(struct tv_scan *s, FILE *fp, const struct tv_flow_opts *opts)
@@ -181,6 +229,23 @@ static int analyse(struct tv_scan *s, struct tv_batch *b, const struct tv_item *
 	return 0;
 }
 
+#define RELEASE_STEP (64u << 20)
+
+/* Give back the mapped pages already read: they would count as memory. */
+static void release_read_pages(struct tv_scan *s)
+{
+	long pos = ftell(pcap_file(s->pcap));
+	size_t upto;
+
+	if (pos <= 0)
+		return;
+	upto = (size_t)pos & ~(size_t)(RELEASE_STEP - 1);
+	if (upto > s->map_released) {
+		madvise(s->map, upto, MADV_DONTNEED);
+		s->map_released = upto;
+	}
+}
+
 int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments)
 {
 	struct tv_item local;
@@ -193,6 +258,8 @@ int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments)
 
 		if (!b && budget-- == 0)
 			return TV_SCAN_MORE;
+		if (s->map && !(s->tcp & 0xFFFF))
+			release_read_pages(s);
 		rc = read_segment(s, &local);
 		if (rc != TV_SCAN_MORE) {
 			s->status = rc;
@@ -210,8 +277,11 @@ int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments)
 void tv_scan_close(struct tv_scan *s)
 {
 	if (s->pcap)
-		pcap_close(s->pcap);
+		pcap_close(s->pcap);	/* closes the stream before its mapping goes */
 	s->pcap = NULL;
+	if (s->map)
+		munmap(s->map, s->map_len);
+	s->map = NULL;
 	tv_flows_free(s->flows);
 	s->flows = NULL;
 }

@@ -33,6 +33,8 @@ struct tv_scan {
 	int dlt;
 	struct tv_flows *flows;
 	int status;
+	void *map;		/* the file, when it is read through a mapping */
+	size_t map_len, map_released;
 
 	/* what the frames were */
 	uint64_t frames, tcp, not_tcp, fragments, too_short, malformed;
