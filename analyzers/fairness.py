@@ -11,10 +11,10 @@
 from __future__ import annotations
 
 from tcpvar.errors import UsageError
+from tcpvar.store.db import one
 
 from .connections import connections, data_direction
 from .sqlfiles import sql
-from tcpvar.store.db import one
 
 BULK_SHARE = 0.01   # default flows: at least 1% of the largest flow's bytes
 

@@ -2,8 +2,9 @@
 chosen interval), bytes in flight, RTT samples and the RTO timeline (views)."""
 from __future__ import annotations
 
-from .sqlfiles import sql
 from tcpvar.store.db import one
+
+from .sqlfiles import sql
 
 
 def build_throughput(con, capture_id: int, interval_ms: float) -> bool:

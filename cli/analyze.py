@@ -12,7 +12,8 @@ def _pair(ctx, param, value):
     try:
         variant, reference = (int(x) for x in value.split(":"))
     except ValueError:
-        raise click.BadParameter("expected VARIANT:REFERENCE connection numbers, e.g. 2:1")
+        raise click.BadParameter(
+            "expected VARIANT:REFERENCE connection numbers, e.g. 2:1") from None
     return variant, reference
 
 
@@ -20,8 +21,10 @@ def _pair(ctx, param, value):
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
               type=click.Path(), help="DuckDB store to write into.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (docs/analyze.md) instead of tables.")
-@click.option("--csv", "as_csv", is_flag=True, help="Print CSV: one row per connection and direction.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON (docs/analyze.md) instead of tables.")
+@click.option("--csv", "as_csv", is_flag=True,
+              help="Print CSV: one row per connection and direction.")
 @click.option("--interval", "interval_ms", default=100.0, show_default=True,
               type=click.FloatRange(min=0.001, max=3_600_000), metavar="MS",
               help="Width of the throughput series' intervals, in ms.")

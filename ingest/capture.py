@@ -3,9 +3,9 @@ and per-connection analysis in C) feeding DuckDB batch by batch.
 
 Two threads share the work: one runs the native scanner (which releases the
 GIL), the other loads the previous batch into DuckDB (which releases it
-too). The queue between them is short, so memory stays flat however large
-the capture is. Everything of a capture is written in one transaction:
-interrupted, the store is left as it was.
+too). The queue between them is short and each batch is committed, so memory
+stays flat however large the capture is. A capture counts once its row in
+`captures` says complete; a failed or interrupted load removes its rows.
 """
 from __future__ import annotations
 
@@ -22,11 +22,12 @@ from typing import Callable
 
 from tcpvar import __version__
 from tcpvar.errors import InputError, NoTcpError
-
-from . import _pcapscan
 from tcpvar.store.db import one
 
-BATCH_ROWS = 1 << 19      # packets per batch: ~80 MB of columns
+from . import _pcapscan
+
+BATCH_ROWS = 1 << 19      # packets per batch: ~40 MB of columns; DuckDB writes
+                          # inserts this large straight to disk
 QUEUE_DEPTH = 1           # batches parsed ahead of the loader
 HEAD_TAIL = 1 << 16       # bytes hashed at each end for the fingerprint
 LOAD_MEMORY = "512MB"     # DuckDB's cache while loading: bounds the peak
@@ -231,7 +232,8 @@ def _store_connections(con, capture_id: int, scanner) -> int:
 
 def _existing(con, path: str):
     return one(con, "SELECT capture_id, fingerprint, frames, tcp_packets, truncated, warning, "
-                    "with_packets FROM captures WHERE path = $1 AND complete", [path])
+                    "with_packets, rto_min_ms, hwdup_us FROM captures "
+                    "WHERE path = $1 AND complete", [path])
 
 
 def _open_scanner(path: Path, options: ScanOptions):
@@ -291,7 +293,8 @@ def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOption
 
 def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
            force: bool = False, progress: Progress | None = None) -> CaptureResult:
-    """Read a capture into the store; unchanged files already there are reused.
+    """Read a capture into the store; a file already there, unchanged and read
+    with the same options, is reused.
 
     Until the capture's row says complete, its rows are partial: any failure
     or interruption deletes them, and the store drops what a killed process
@@ -304,7 +307,8 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
     con = store.con
 
     old = _existing(con, apath)
-    if old and old[1] == fp and not force and (old[6] or not options.packets):
+    if (old and old[1] == fp and not force and (old[6] or not options.packets)
+            and (old[7], old[8]) == (options.rto_min_ms, options.hwdup_us)):
         n = one(con, "SELECT count(*) FROM connections WHERE capture_id = $1", [old[0]])[0]
         return CaptureResult(old[0], apath, True, old[2], old[3], n, old[4], old[5])
 
@@ -317,10 +321,10 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
             st = path.stat()
             con.execute("""
                 INSERT INTO captures (capture_id, path, size_bytes, mtime_ns, fingerprint,
-                    with_packets, analyzed_at, tcpvar_version, complete)
-                VALUES ($1, $2, $3, $4, $5, $6, now(), $7, false)""",
+                    with_packets, rto_min_ms, hwdup_us, analyzed_at, tcpvar_version, complete)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, false)""",
                 [capture_id, apath, st.st_size, st.st_mtime_ns, fp, options.packets,
-                 __version__])
+                 options.rto_min_ms, options.hwdup_us, __version__])
         try:
             return _load(store, capture_id, path, scanner, feed, options, progress)
         except BaseException:

@@ -28,6 +28,8 @@ CREATE TABLE IF NOT EXISTS captures (
     truncated      BOOLEAN,              -- the file ends inside a record
     warning        VARCHAR,
     with_packets   BOOLEAN,              -- packets table filled for it
+    rto_min_ms     DOUBLE,               -- analysis options it was read with
+    hwdup_us       DOUBLE,
     interval_ms    DOUBLE,               -- bin width of its throughput series
     analyzed_at    TIMESTAMP,
     tcpvar_version VARCHAR,

@@ -106,6 +106,9 @@ def test_reanalysis_is_idempotent(db):
     again = json.loads(tcpvar("analyze", "--db", db, "--json", path).stdout)
     forced = json.loads(tcpvar("analyze", "--db", db, "--json", "--force", path).stdout)
     assert again["captures"][0]["reused"] and not forced["captures"][0]["reused"]
+    other = json.loads(tcpvar("analyze", "--db", db, "--json", "--rto-min", "100", path).stdout)
+    assert not other["captures"][0]["reused"]            # other options: read again
+    forced = json.loads(tcpvar("analyze", "--db", db, "--json", "--force", path).stdout)
     assert first["connections"] == again["connections"]
     strip = [{k: v for k, v in c.items()} for c in forced["connections"]]
     assert strip == first["connections"]

@@ -7,8 +7,9 @@ import re
 import click
 import pytest
 
-from conftest import FIXTURES, ROOT
 from tcpvar.cli.main import cli
+
+from conftest import FIXTURES, ROOT
 
 DOCS = ROOT / "docs"
 

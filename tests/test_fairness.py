@@ -7,8 +7,9 @@ import math
 
 import pytest
 
-from conftest import FIXTURES
 from tcpvar.analyzers import fairness
+
+from conftest import FIXTURES
 
 
 def test_jain_table8_reno():

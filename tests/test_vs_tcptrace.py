@@ -119,7 +119,8 @@ def test_agrees_with_tcptrace(path, analyzed, tmp_path):
                 else:
                     ok = _close(mine, value, tol)
                 if not ok:
-                    problems.append(f"conn {i} {direction} {field}: tcpvar {mine}, tcptrace {value}")
+                    problems.append(
+                        f"conn {i} {direction} {field}: tcpvar {mine}, tcptrace {value}")
     assert not problems, "\n".join(problems)
 
 

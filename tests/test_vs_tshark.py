@@ -12,7 +12,8 @@ from conftest import OWN_CAPTURES, SHARED_CAPTURES, capture_id
 
 # capture -> reason tshark's conversations differ from the packets' addresses
 KNOWN = {
-    "suricata__detect-ipopts.pcap": "tshark keys source-routed packets on the route's final address",
+    "suricata__detect-ipopts.pcap":
+        "tshark keys source-routed packets on the route's final address",
     "suricata__detect-ipopts.rawip.pcap": "the same capture relabelled as raw IP",
     "pcapng_mixed_linktypes.pcapng": "libpcap refuses interfaces of different link types",
     "pcapplusplus__many_interfaces-1.pcapng": "libpcap refuses interfaces of different link types",

@@ -1,0 +1,12 @@
+"""The Python code passes ruff (rules in pyproject.toml)."""
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_ruff_clean():
+    res = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise",
+                          "cli", "analyzers", "ingest", "store", "report", "tcpvar", "tests"],
+                         cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
