@@ -117,7 +117,10 @@ def _print_tables(captures: list[dict]) -> None:
     from tcpvar.report import tables, terminal
 
     for cap in captures:
-        terminal.data(tables.connections_text(cap))
+        if terminal.stdout_is_terminal():
+            terminal.show(tables.connections_table(cap))
+        else:   # piped: plain aligned text, quick for any number of rows
+            terminal.data(tables.connections_text(cap))
         if "fairness" in cap:
             terminal.show(tables.fairness_table(cap["path"], cap["fairness"]))
             for line in tables.fairness_lines(cap["fairness"]):

@@ -43,6 +43,19 @@ def _conn_rows(capture: dict):
                    si(s["throughput_bps"], "bit/s"), si(s["goodput_bps"], "bit/s"))
 
 
+def connections_table(capture: dict) -> Table:
+    """The same figures as a Rich table, for a terminal: it fits the columns
+    to the screen's width (slow to lay out for thousands of rows)."""
+    t = Table(title=f"{capture['path']}: {len(capture['connections'])} TCP connections",
+              box=box.SIMPLE_HEAVY, title_justify="left")
+    for header, align in CONN_COLUMNS:
+        t.add_column(header, justify="right" if align == ">" else "left",
+                     no_wrap=header != "from → to")
+    for i, row in enumerate(_conn_rows(capture)):
+        t.add_row(*row, end_section=bool(i % 2))
+    return t
+
+
 def connections_text(capture: dict) -> str:
     """Per connection and direction, the figures people compare first, as
     plain aligned text: thousands of connections print in milliseconds."""

@@ -24,8 +24,21 @@ def err():
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
 def show(renderable) -> None:
-    out().print(renderable)
+    """Rich output on stdout, at its natural width: a wide table is not
+    squeezed into a narrow terminal (its lines wrap there instead)."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    console = out()
+    natural = Measurement.get(console, console.options.update_width(10_000), renderable).maximum
+    if natural > console.width:
+        console = Console(highlight=False, width=natural)
+    console.print(renderable)
 
 
 def note(message: str) -> None:
