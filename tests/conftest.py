@@ -14,12 +14,21 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "pcaps"
 SHARED = Path(os.environ.get("TCPVAR_SHARED_PCAPS", ROOT.parent / "shared" / "pcaps"))
 
-# readable captures (bad inputs live in fixtures/pcaps/bad/)
-OWN_CAPTURES = sorted(p for p in FIXTURES.iterdir()
-                      if p.is_file() and p.suffix in (".pcap", ".pcapng", ".gz")
-                      and p.name != "pcapng_mixed_linktypes.pcapng")
-SHARED_CAPTURES = sorted(p for p in SHARED.glob("*")
-                         if p.suffix in (".pcap", ".pcapng", ".dmp")) if SHARED.is_dir() else []
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".dmp", ".gz")
+
+
+def _captures(folder: Path) -> dict[str, Path]:
+    return {p.name: p for p in folder.glob("*") if p.suffix in CAPTURE_SUFFIXES}
+
+
+# readable captures of our own (bad inputs live in fixtures/pcaps/bad/)
+OWN_CAPTURES = sorted(p for p in _captures(FIXTURES).values()
+                      if p.name != "pcapng_mixed_linktypes.pcapng")
+# captures written by others: the shared collection when it is there, else
+# the small ones copied into fixtures/pcaps/thirdparty/
+SHARED_FOUND = SHARED.is_dir()
+SHARED_CAPTURES = sorted({**_captures(FIXTURES / "thirdparty"),
+                          **(_captures(SHARED) if SHARED_FOUND else {})}.values())
 
 
 def capture_id(path: Path) -> str:

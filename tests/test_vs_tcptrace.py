@@ -4,10 +4,12 @@ counts). Where tcpvar differs on purpose, KNOWN lists the capture and why;
 docs/analysis.md explains each difference in full."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 import peers
-from conftest import OWN_CAPTURES, SHARED, SHARED_CAPTURES, capture_id
+from conftest import OWN_CAPTURES, SHARED, SHARED_CAPTURES, SHARED_FOUND, capture_id
 
 # tcptrace line -> (tcpvar field, tolerance: absolute, relative)
 EXACT = (0, 0.0)
@@ -83,8 +85,11 @@ CAPTURES = [p for p in OWN_CAPTURES + SHARED_CAPTURES
             if p.name not in UNREADABLE_BY_TCPTRACE and p.name not in NOT_ANALYSABLE]
 
 
-def test_shared_captures_present():
-    assert SHARED_CAPTURES, f"third-party captures not found in {SHARED} (set TCPVAR_SHARED_PCAPS)"
+def test_third_party_captures_present():
+    assert len(SHARED_CAPTURES) >= 20
+    if not SHARED_FOUND:
+        warnings.warn(f"only the copied third-party captures were compared: {SHARED} is "
+                      f"missing (set TCPVAR_SHARED_PCAPS to the whole collection)", stacklevel=1)
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=capture_id)

@@ -9,7 +9,8 @@ seconds=${1:-30}
 "$here/build.sh" >/dev/null
 corpus="$here/build/corpus"
 mkdir -p "$corpus/pcap" "$corpus/decode"
-for f in "$here"/../../fixtures/pcaps/*.pcap* "$here"/../../fixtures/pcaps/bad/*; do
+for f in "$here"/../../fixtures/pcaps/*.pcap* "$here"/../../fixtures/pcaps/bad/* \
+	"$here"/../../fixtures/pcaps/thirdparty/*.pcap* "$here"/../../fixtures/pcaps/thirdparty/*.dmp; do
 	[ -f "$f" ] && [ "$(stat -c %s "$f")" -le 65536 ] && cp "$f" "$corpus/pcap/"
 done
 cd "$here/build"
