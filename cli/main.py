@@ -48,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     want_traceback = "--traceback" in (argv if argv is not None else sys.argv[1:])
     try:
         status = cli.main(args=argv, prog_name="tcpvar", standalone_mode=False)
-    except click.exceptions.Abort:
-        terminal.error("interrupted")
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        terminal.error("interrupted; the store keeps what was complete before")
         return ExitStatus.INTERRUPTED
     except click.ClickException as exc:
         exc.show()
@@ -59,9 +59,6 @@ def main(argv: list[str] | None = None) -> int:
     except TcpvarError as exc:
         terminal.error(str(exc))
         return exc.status
-    except KeyboardInterrupt:
-        terminal.error("interrupted; the store keeps what was complete before")
-        return ExitStatus.INTERRUPTED
     except BrokenPipeError:
         return ExitStatus.OK
     except Exception as exc:  # a bug: say so in one line unless asked for more

@@ -9,11 +9,13 @@ stays flat however large the capture is. A capture counts once its row in
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import os
 import queue
 import shutil
+import signal
 import threading
 import zlib
 from dataclasses import dataclass
@@ -164,26 +166,51 @@ def _load_packets(con, capture_id: int, scanner, feed, size: int,
                               name="tcpvar-scan", daemon=True)
     worker.start()
     try:
-        while True:
-            kind, status, batch, position = q.get()
-            if kind == "error":
-                raise _pcapscan.ScanError(status)
-            if kind == "crash":
-                raise status
-            if batch is not None and batch.rows:
-                from .arrow import batch_table  # pyarrow: only when packets are kept
-
-                table = batch_table(batch)
-                con.register("_tv_batch", table)
-                con.execute("INSERT INTO packets SELECT $1, * FROM _tv_batch", [capture_id])
-                con.unregister("_tv_batch")
-            if progress and position is not None and position >= 0:
-                progress(position, size)
-            if status != "more":
-                return status
+        with _interrupt_between_batches() as interrupted:
+            while True:
+                status = _load_next(con, capture_id, q, size, progress)
+                if status != "more":
+                    return status
+                if interrupted():
+                    raise KeyboardInterrupt
     finally:
         stop.set()
         worker.join()
+
+
+def _load_next(con, capture_id: int, q: queue.Queue, size: int,
+               progress: Progress | None) -> str:
+    """Insert the next batch the scanner handed over; return its status."""
+    kind, status, batch, position = q.get()
+    if kind == "error":
+        raise _pcapscan.ScanError(status)
+    if kind == "crash":
+        raise status
+    if batch is not None and batch.rows:
+        from .arrow import batch_table  # pyarrow: only when packets are kept
+
+        table = batch_table(batch)
+        con.register("_tv_batch", table)
+        con.execute("INSERT INTO packets SELECT $1, * FROM _tv_batch", [capture_id])
+        con.unregister("_tv_batch")
+    if progress and position is not None and position >= 0:
+        progress(position, size)
+    return status
+
+
+@contextlib.contextmanager
+def _interrupt_between_batches():
+    """Ctrl-C while loading takes effect between two batches: raised inside
+    DuckDB's scan of a batch, it would come back as a DuckDB error."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    hit = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: hit.set())
+    try:
+        yield hit.is_set
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _columns(columns: dict) -> tuple[str, list]:

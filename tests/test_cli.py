@@ -197,3 +197,28 @@ def test_store_drops_a_killed_load(tmp_path):
     with Store(path) as store:
         assert store.con.execute("SELECT count(*) FROM packets").fetchone()[0] == 0
         assert store.con.execute("SELECT count(*) FROM captures").fetchone()[0] == 0
+
+
+def test_ctrl_c_during_a_real_load(tmp_path, db):
+    """SIGINT while a 2-million-packet capture loads: exit status 130, one
+    line, and the store holds exactly what it held before."""
+    import signal
+    import time
+
+    big = tmp_path / "big.pcap"
+    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(big)]
+                   + [str(FIXTURES / "iperf_bulk_loss.pcap")] * 100, check=True)
+    assert tcpvar("analyze", "--db", db, "-q", FIXTURES / "sll.pcap").returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", "analyze", "--db", str(db),
+                             "-q", str(big)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(0.8)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert err.strip().splitlines() == [
+        "tcpvar: error: interrupted; the store keeps what was complete before"]
+    res = tcpvar("query", "--db", db, "--csv",
+                 "SELECT (SELECT count(*) FROM captures) AS c, "
+                 "(SELECT count(DISTINCT capture_id) FROM packets) AS p")
+    assert res.stdout.splitlines()[1] == "1,1"
