@@ -24,31 +24,32 @@ def build_throughput(con, capture_id: int, interval_ms: float) -> bool:
 
 
 def throughput(con, capture_id: int, conn: int, direction: int):
-    """[(t_s, bps, goodput_bps)] of one direction of a connection."""
+    """[(t_s, bps, goodput_bps)] of one direction of a connection, per interval."""
     return con.execute(
         "SELECT t_s, bps, goodput_bps FROM throughput "
         "WHERE capture_id = $1 AND conn = $2 AND dir = $3 ORDER BY bin",
         [capture_id, conn, direction]).fetchall()
 
 
-def cwnd_estimate(con, capture_id: int, conn: int, direction: int):
-    """[(t_s, bytes_in_flight)] at each ACK the receiver sent."""
+# per-ACK series, reduced to the largest value per time bucket
+_BUCKETED = {
+    "cwnd": "SELECT floor(t_s / $b) * $b AS t, max(bytes_in_flight) FROM cwnd_estimate "
+            "WHERE capture_id = $c AND conn = $n AND dir = $d GROUP BY 1 ORDER BY 1",
+    "rtt": "SELECT floor(t_s / $b) * $b AS t, max(rtt_ms) FROM rtt_samples "
+           "WHERE capture_id = $c AND conn = $n AND dir = $d GROUP BY 1 ORDER BY 1",
+}
+
+
+def bucketed(con, series: str, capture_id: int, conn: int, direction: int, bucket_s: float):
+    """[(t, max value)] of the 'cwnd' (bytes in flight) or 'rtt' (ms) series
+    of one sender, one point per bucket of @bucket_s seconds."""
+    return con.execute(_BUCKETED[series], {"b": bucket_s, "c": capture_id, "n": conn,
+                                           "d": direction}).fetchall()
+
+
+def rto_timeline(con, capture_id: int, conn: int, direction: int, kind: str):
+    """[(t_s, silence_ms)] of one sender's inferred timeouts or fast retransmits."""
     return con.execute(
-        "SELECT t_s, bytes_in_flight FROM cwnd_estimate "
-        "WHERE capture_id = $1 AND conn = $2 AND dir = $3 ORDER BY frame",
-        [capture_id, conn, direction]).fetchall()
-
-
-def rtt_samples(con, capture_id: int, conn: int, direction: int):
-    return con.execute(
-        "SELECT t_s, rtt_ms FROM rtt_samples "
-        "WHERE capture_id = $1 AND conn = $2 AND dir = $3 ORDER BY frame",
-        [capture_id, conn, direction]).fetchall()
-
-
-def rto_timeline(con, capture_id: int, conn: int | None = None):
-    """Inferred timeouts and fast retransmits, oldest first."""
-    return con.execute(
-        "SELECT conn, dir, t_s, kind, seq, len, silence_ms, dupacks, backoff "
-        "FROM rto_timeline WHERE capture_id = $1 AND ($2 IS NULL OR conn = $2) "
-        "ORDER BY ts_ns", [capture_id, conn]).fetchall()
+        "SELECT t_s, silence_ms FROM rto_timeline WHERE capture_id = $1 AND conn = $2 "
+        "AND dir = $3 AND kind = $4 ORDER BY ts_ns", [capture_id, conn, direction, kind]
+    ).fetchall()

@@ -6,19 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tcpvar.analyzers import series
 from tcpvar.analyzers.fairness import choose, flows
 
 POINTS = 2000       # per flow and panel
-
-
-def _series(con, view: str, value: str, capture_id: int, conn: int, direction: int,
-            span_s: float):
-    """(t, max value) per time bucket of one flow from a view with t_s."""
-    bucket = max(span_s / POINTS, 1e-6)
-    return con.execute(
-        f"SELECT floor(t_s / $b) * $b AS t, max({value}) FROM {view} "
-        "WHERE capture_id = $c AND conn = $n AND dir = $d GROUP BY 1 ORDER BY 1",
-        {"b": bucket, "c": capture_id, "n": conn, "d": direction}).fetchall()
 
 
 def plot_capture(con, doc: dict, out_dir: str) -> list[Path]:
@@ -29,28 +20,24 @@ def plot_capture(con, doc: dict, out_dir: str) -> list[Path]:
 
     capture_id = doc["capture_id"]
     chosen = choose(flows(doc["connections"]), None)
-    span = doc["duration_s"] or 1.0
+    bucket = max((doc["duration_s"] or 1.0) / POINTS, 1e-6)
     fig, axes = plt.subplots(4, 1, sharex=True, figsize=(11, 11), constrained_layout=True)
     tput, infl, rtt, rto = axes
     markers = {"timeout": "x", "fast": "o"}
     for i, f in enumerate(chosen):
         color = f"C{i % 10}"
         label = f"#{f['conn']} {f['sender']}"
-        rows = con.execute(
-            "SELECT t_s, goodput_bps FROM throughput WHERE capture_id = $1 AND conn = $2 "
-            "AND dir = $3 ORDER BY bin", [capture_id, f["conn"], f["dir"]]).fetchall()
+        rows = series.throughput(con, capture_id, f["conn"], f["dir"])
         if rows:
-            tput.plot([r[0] for r in rows], [r[1] / 1e6 for r in rows], color=color,
+            tput.plot([r[0] for r in rows], [r[2] / 1e6 for r in rows], color=color,
                       label=label, linewidth=1)
-        rows = _series(con, "cwnd_estimate", "bytes_in_flight", capture_id, f["conn"],
-                       f["dir"], span)
-        infl.plot([r[0] for r in rows], [r[1] / 1e3 for r in rows], color=color, linewidth=1)
-        rows = _series(con, "rtt_samples", "rtt_ms", capture_id, f["conn"], f["dir"], span)
+        rows = series.bucketed(con, "cwnd", capture_id, f["conn"], f["dir"], bucket)
+        infl.plot([r[0] for r in rows], [r[1] / 1e3 for r in rows], color=color, linewidth=1,
+                  drawstyle="steps-post")   # flat while idle, not a ramp across it
+        rows = series.bucketed(con, "rtt", capture_id, f["conn"], f["dir"], bucket)
         rtt.plot([r[0] for r in rows], [r[1] for r in rows], ".", color=color, markersize=2)
         for kind, marker in markers.items():
-            rows = con.execute(
-                "SELECT t_s, silence_ms FROM rto_timeline WHERE capture_id = $1 AND conn = $2 "
-                "AND dir = $3 AND kind = $4", [capture_id, f["conn"], f["dir"], kind]).fetchall()
+            rows = series.rto_timeline(con, capture_id, f["conn"], f["dir"], kind)
             if rows:
                 rto.plot([r[0] for r in rows], [r[1] for r in rows], marker, color=color,
                          linestyle="none", label=f"#{f['conn']} {kind}")
