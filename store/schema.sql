@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS packets (
     inflight   UINTEGER,
     mss        USMALLINT,
     wscale     UTINYINT,
-    ngwa       UINTEGER,
+    ngwa_window UINTEGER,
     sack_l     BIGINT[],
     sack_r     BIGINT[]
 );

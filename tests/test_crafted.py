@@ -98,11 +98,11 @@ def test_relative_sequence_numbers(name, analyzed, store):
 
 
 def test_ngwa_option_values(analyzed, store):
-    """packets.ngwa holds the NGWA window of a well-formed option (0xFFFFFFFF
+    """packets.ngwa_window holds the NGWA window of a well-formed option (0xFFFFFFFF
     included: 'no constraint yet'); absent and malformed options give NULL."""
     name = "ngwa_options.pcap"
     doc = analyzed(FIXTURES / name)
-    ours = dict(store.con.execute("SELECT frame, ngwa FROM packets WHERE capture_id = $1",
+    ours = dict(store.con.execute("SELECT frame, ngwa_window FROM packets WHERE capture_id = $1",
                                   [doc["capture_id"]]).fetchall())
     states = set()
     for f in EXPECTED[name]["frame_table"]:

@@ -27,7 +27,7 @@ const struct tv_coldef tv_columns[] = {
 	NCOL(inflight, TV_U32),
 	NCOL(mss, TV_U16),
 	NCOL(wscale, TV_U8),
-	NCOL(ngwa, TV_U32),
+	NCOL(ngwa_window, TV_U32),
 	{ "sack_l", TV_LIST_I64, offsetof(struct tv_batch, sack_l), 0 },
 	{ "sack_r", TV_LIST_I64, offsetof(struct tv_batch, sack_r), 0 },
 };

@@ -35,11 +35,11 @@ struct tv_batch {
 	uint32_t *inflight;	/* peer's bytes in flight after this ACK */
 	uint16_t *mss;
 	uint8_t  *wscale;
-	uint32_t *ngwa;		/* NGWA window from the IPv4 option */
+	uint32_t *ngwa_window;	/* NGWA window from the IPv4 option */
 	int64_t  *sack_l, *sack_r;	/* SACK blocks, relative, per packet */
 
 	uint8_t *valid_tsval, *valid_tsecr, *valid_rtt_us, *valid_inflight,
-		*valid_mss, *valid_wscale, *valid_ngwa;
+		*valid_mss, *valid_wscale, *valid_ngwa_window;
 	int32_t *sack_off;	/* n + 1 offsets into sack_l / sack_r */
 	size_t sack_cap;
 };

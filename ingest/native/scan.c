@@ -152,8 +152,8 @@ static void append_row(struct tv_batch *b, const struct tv_segment *seg,
 		tv_set_valid(b->valid_wscale, i);
 	}
 	if (seg->ngwa_state == 1) {
-		b->ngwa[i] = seg->ngwa;
-		tv_set_valid(b->valid_ngwa, i);
+		b->ngwa_window[i] = seg->ngwa;
+		tv_set_valid(b->valid_ngwa_window, i);
 	}
 	for (k = 0; k < seg->nsack; k++) {
 		b->sack_l[off] = r->sack[k][0];
