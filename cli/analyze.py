@@ -17,7 +17,7 @@ def _pair(ctx, param, value):
     return variant, reference
 
 
-@click.command()
+@click.command(short_help="Analyse the TCP connections of pcap and pcapng captures.")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
               type=click.Path(), help="DuckDB store to write into.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import click
 
 
-@click.command()
+@click.command(short_help="Run SQL against the store.")
 @click.argument("sql")
 @click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
               type=click.Path(), help="DuckDB store to query.")
