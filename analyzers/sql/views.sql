@@ -85,3 +85,21 @@ SELECT p.*, (p.ts_ns - c.first_ns) / 1e9 AS t_s,
        (p.ev & 256) <> 0 AS after_missed_data,
        (p.ev & 512) <> 0 AS is_keepalive
 FROM packets p JOIN captures c USING (capture_id);
+
+-- NGWA windows (the IPv4 option of docs/schema.md, packets.ngwa_window) on
+-- the capture's time axis, next to the windows advertised: the packet's own
+-- (`win`) and the latest one advertised by the other direction before it in
+-- the capture (`peer_win`: the receiver's, for an option on data packets).
+CREATE OR REPLACE VIEW ngwa_windows AS
+SELECT p.capture_id, p.conn, p.dir, p.frame, p.ts_ns,
+       (p.ts_ns - c.first_ns) / 1e9 AS t_s,
+       p.win, p.ngwa_window,
+       p.ngwa_window = 4294967295 AS ngwa_unset,
+       r.win AS peer_win
+FROM packets p
+JOIN captures c USING (capture_id)
+ASOF LEFT JOIN (SELECT capture_id, conn, dir, frame, win FROM packets
+                WHERE flags & 18 <> 0) r
+     ON r.capture_id = p.capture_id AND r.conn = p.conn AND r.dir = 1 - p.dir
+        AND r.frame < p.frame
+WHERE p.ngwa_window IS NOT NULL;
