@@ -15,6 +15,7 @@ from tcpvar.errors import ExitStatus, TcpvarError
 
 from .analyze import analyze
 from .query import query
+from .wireshark import wireshark
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"],
@@ -34,12 +35,14 @@ def cli(ctx: click.Context, traceback: bool) -> None:
       tcpvar analyze capture.pcapng
       tcpvar analyze --fairness --json run1.pcap
       tcpvar query "SELECT conn, dir, rtt_avg_ms FROM conn_stats"
+      tcpvar wireshark install
     """
     ctx.obj = {"traceback": traceback}
 
 
 cli.add_command(analyze)
 cli.add_command(query)
+cli.add_command(wireshark)
 
 
 def main(argv: list[str] | None = None) -> int:

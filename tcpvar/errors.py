@@ -13,6 +13,7 @@ class ExitStatus(IntEnum):
     BAD_INPUT = 3       # a file that cannot be analysed: missing, empty, not a capture...
     NO_TCP = 4          # the input was read but holds no TCP connection
     STORE = 5           # the DuckDB store cannot be opened or queried
+    INSTALL = 6         # a file tcpvar installs cannot be written where it belongs
     INTERRUPTED = 130   # Ctrl-C
 
 
@@ -38,6 +39,12 @@ class StoreError(TcpvarError):
     """The store cannot be opened, or a user's query failed."""
 
     status = ExitStatus.STORE
+
+
+class InstallError(TcpvarError):
+    """A file tcpvar installs (the Wireshark dissector) cannot be written."""
+
+    status = ExitStatus.INSTALL
 
 
 class UsageError(TcpvarError):
