@@ -45,7 +45,8 @@ def _pair(ctx, param, value):
               help="Treat identical copies of a segment closer than US microseconds as "
                    "capture artefacts, not retransmissions.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="Write PNG plots (throughput, bytes in flight, RTT, RTO timeline) to DIR.")
+              help="Write PNG plots (throughput, bytes in flight, RTT, RTO timeline, and "
+                   "NGWA windows when the capture has them) to DIR.")
 @click.option("--force", is_flag=True, help="Read files again even if the store has them.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair, stats_only,
