@@ -137,24 +137,28 @@ def _scan_error(path: Path, message: str) -> InputError:
     return InputError(f"{path}: {msg}")
 
 
+def _hand_over(out: queue.Queue, item: tuple, stop: threading.Event) -> None:
+    """Queue @item for the loader, unless the loader has stopped taking any."""
+    while not stop.is_set():
+        try:
+            out.put(item, timeout=0.1)
+            return
+        except queue.Full:
+            continue
+
+
 def _producer(scanner, feed, out: queue.Queue, stop: threading.Event) -> None:
     """Run the native scanner, handing each batch to the loader."""
     try:
         while not stop.is_set():
             status, batch = scanner.step()
-            item = ("batch", status, batch, (feed or scanner).position)
-            while not stop.is_set():
-                try:
-                    out.put(item, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
+            _hand_over(out, ("batch", status, batch, (feed or scanner).position), stop)
             if status != "more":
                 return
     except _pcapscan.ScanError as exc:
-        out.put(("error", str(exc), None, None))
+        _hand_over(out, ("error", str(exc), None, None), stop)
     except BaseException as exc:          # reported by the loader thread
-        out.put(("crash", exc, None, None))
+        _hand_over(out, ("crash", exc, None, None), stop)
 
 
 def _load_packets(con, capture_id: int, scanner, feed, size: int,
