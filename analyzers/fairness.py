@@ -13,7 +13,7 @@ from __future__ import annotations
 from tcpvar.errors import UsageError
 from tcpvar.store.db import one
 
-from .connections import connections, data_direction
+from .connections import data_direction
 from .sqlfiles import sql
 
 BULK_SHARE = 0.01   # default flows: at least 1% of the largest flow's bytes
@@ -60,11 +60,12 @@ def choose(all_flows: list[dict], ids: list[int] | None) -> list[dict]:
     return [f for f in all_flows if biggest and f["unique_bytes"] >= BULK_SHARE * biggest]
 
 
-def fairness(con, capture_id: int, ids: list[int] | None = None,
+def fairness(con, capture_id: int, conns: list[dict], ids: list[int] | None = None,
              pair: tuple[int, int] | None = None) -> dict:
     """Jain's index over chosen flows (whole capture and per interval) and
-    the friendliness of a (variant, reference) pair."""
-    all_flows = flows(connections(con, capture_id))
+    the friendliness of a (variant, reference) pair; @conns are the capture's
+    connections as connections() gives them."""
+    all_flows = flows(conns)
     chosen = choose(all_flows, ids)
     out: dict = {"flows": chosen, "jain": jain(f["goodput_bps"] for f in chosen),
                  "intervals": []}

@@ -48,6 +48,6 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None) ->
         "connections": connections(con, res.capture_id),
     }
     if options.fairness or options.pair:
-        doc["fairness"] = fairness_mod.fairness(con, res.capture_id, options.flows,
-                                                options.pair)
+        doc["fairness"] = fairness_mod.fairness(con, res.capture_id, doc["connections"],
+                                                options.flows, options.pair)
     return doc

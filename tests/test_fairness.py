@@ -76,7 +76,7 @@ def test_throughput_series_adds_up(store, analyzed):
 def test_pair_friendliness(store, analyzed):
     doc = analyzed(FIXTURES / "iperf_4flows.pcap", fairness=True)
     flows = doc["fairness"]["flows"]
-    result = fairness.fairness(store.con, doc["capture_id"], pair=(flows[0]["conn"],
-                                                                   flows[1]["conn"]))
+    result = fairness.fairness(store.con, doc["capture_id"], doc["connections"],
+                               pair=(flows[0]["conn"], flows[1]["conn"]))
     expected = fairness.friendliness(flows[0]["goodput_bps"], flows[1]["goodput_bps"])
     assert result["friendliness"]["ratio"] == pytest.approx(expected["ratio"])
