@@ -118,13 +118,12 @@ static int addr_port_cmp(const uint8_t *a, uint16_t ap, const uint8_t *b, uint16
 	return (int)ap - (int)bp;
 }
 
-/* The same key for both directions; *dir_lo tells if src is the lower end. */
-static void make_key(const struct tv_segment *seg, struct key *k, int *src_is_lo)
+/* The same key for both directions: the lower address and port first. */
+static void make_key(const struct tv_segment *seg, struct key *k)
 {
 	memset(k, 0, sizeof(*k));
 	k->family = seg->family;
-	*src_is_lo = addr_port_cmp(seg->src, seg->sport, seg->dst, seg->dport) <= 0;
-	if (*src_is_lo) {
+	if (addr_port_cmp(seg->src, seg->sport, seg->dst, seg->dport) <= 0) {
 		memcpy(k->lo, seg->src, 16);
 		memcpy(k->hi, seg->dst, 16);
 		k->lo_port = seg->sport;
@@ -284,11 +283,10 @@ static struct conn *lookup_slow(struct tv_flows *f, const struct tv_segment *seg
 				uint64_t ts, int *dir)
 {
 	struct key k;
-	int src_is_lo;
 	size_t j;
 	struct conn *c;
 
-	make_key(seg, &k, &src_is_lo);
+	make_key(seg, &k);
 	j = hash_key(&k) & (f->nslots - 1);
 	for (;;) {
 		uint32_t idx = f->slots[j];
@@ -297,8 +295,7 @@ static struct conn *lookup_slow(struct tv_flows *f, const struct tv_segment *seg
 			break;
 		c = f->conns[idx - 1];
 		if (!memcmp(&c->key, &k, sizeof(k))) {
-			*dir = !(c->a_port == seg->sport &&
-				 !memcmp(c->a_addr, seg->src, 16));
+			*dir = same_tuple(c, seg);
 			if (!starts_new_conn(c, *dir, seg))
 				return c;
 			c = new_conn(f, &k, seg, ts);
