@@ -135,3 +135,103 @@ CREATE TABLE IF NOT EXISTS throughput (
     bps          DOUBLE,
     goodput_bps  DOUBLE
 );
+
+-- ---------------------------------------------------------------------------
+-- Experiments: `tcpvar run` (kind 'run') and `tcpvar probe` (kind 'probe').
+
+CREATE SEQUENCE IF NOT EXISTS run_ids START 1;
+
+-- One row per run (one repetition of `tcpvar run`, or one `tcpvar probe` session).
+CREATE TABLE IF NOT EXISTS runs (
+    run_id         INTEGER PRIMARY KEY,
+    kind           VARCHAR,             -- 'run' or 'probe'
+    name           VARCHAR,             -- the run folder's name
+    dir            VARCHAR,             -- absolute path of the run folder
+    backend        VARCHAR,             -- 'netns' or 'vm' (NULL for probe sessions)
+    kernel         VARCHAR,             -- kernel release the flows ran on
+    params         JSON,                -- the options the run was started with
+    seed           BIGINT,
+    repetition     INTEGER,             -- 1..--repeat
+    started_ns     BIGINT,
+    ended_ns       BIGINT,
+    status         VARCHAR,             -- 'running', 'complete', 'interrupted', 'failed'
+    error          VARCHAR,             -- why it failed or was interrupted
+    probe_source   VARCHAR,             -- 'tracefs', 'tracefs-ext' or 'bpf'
+    probe_events   BIGINT,              -- events recorded
+    probe_lost     BIGINT,              -- events the kernel or ring buffer dropped
+    sender_capture INTEGER,             -- capture_id of the sender-side pcap
+    bottleneck_capture INTEGER,         -- capture_id of the bottleneck pcap
+    tcpvar_version VARCHAR
+);
+
+-- One row per iperf3 flow of a run.
+CREATE TABLE IF NOT EXISTS flows (
+    run_id        INTEGER,
+    flow          INTEGER,              -- 1..N in order of start
+    role          VARCHAR,              -- 'test' or 'background'
+    cc            VARCHAR,              -- congestion control the sender used
+    src_addr      VARCHAR,              -- sender (iperf3 client)
+    src_port      USMALLINT,
+    dst_addr      VARCHAR,              -- receiver (iperf3 server)
+    dst_port      USMALLINT,
+    start_s       DOUBLE,               -- planned start, seconds after the run's start
+    duration_s    DOUBLE,
+    conn          UINTEGER,             -- its connection in the sender capture
+    bytes_sent    BIGINT,               -- iperf3 end summary (sender side)
+    bytes_received BIGINT,              -- iperf3 end summary (receiver side)
+    iperf_bps     DOUBLE,               -- receiver-side throughput by iperf3
+    iperf_retransmits BIGINT,           -- sender's retransmissions by iperf3 (TCP_INFO)
+    PRIMARY KEY (run_id, flow)
+);
+
+-- iperf3's per-interval reports (sender side), one row per flow and interval.
+CREATE TABLE IF NOT EXISTS iperf_intervals (
+    run_id      INTEGER,
+    flow        INTEGER,
+    start_s     DOUBLE,                 -- seconds since the flow's start
+    end_s       DOUBLE,
+    bytes       BIGINT,
+    bps         DOUBLE,
+    retransmits BIGINT,
+    snd_cwnd    BIGINT,                 -- bytes, from TCP_INFO at the interval's end
+    rtt_us      BIGINT,
+    rttvar_us   BIGINT
+);
+
+-- tcp_probe events (stock, extended tracepoint, or the eBPF hook); the
+-- fields of the extended record are NULL when the source lacks them.
+CREATE TABLE IF NOT EXISTS probe_events (
+    run_id        INTEGER,
+    flow          INTEGER,              -- the run's flow, NULL when it matches none
+    ts_ns         BIGINT,               -- ns since the Unix epoch
+    cookie        UBIGINT,              -- socket cookie
+    saddr         VARCHAR,
+    sport         USMALLINT,
+    daddr         VARCHAR,
+    dport         USMALLINT,
+    data_len      UINTEGER,
+    snd_nxt       UINTEGER,
+    snd_una       UINTEGER,
+    snd_cwnd      UINTEGER,             -- packets
+    ssthresh      UINTEGER,             -- packets
+    snd_wnd       UINTEGER,             -- bytes
+    rcv_wnd       UINTEGER,             -- bytes
+    srtt_us       UINTEGER,
+    rttvar_us     UINTEGER,
+    rto_us        UINTEGER,
+    packets_out   UINTEGER,
+    retrans_out   UINTEGER,
+    lost_out      UINTEGER,
+    sacked_out    UINTEGER,
+    ca_state      UTINYINT,             -- 0 Open, 1 Disorder, 2 CWR, 3 Recovery, 4 Loss
+    retransmits   UTINYINT,
+    backoff       UTINYINT,
+    delivered     UINTEGER,
+    total_retrans UINTEGER,
+    pacing_rate   UBIGINT,              -- bytes per second
+    wbrto_max_cwnd UINTEGER,            -- WB-RTO state (patched kernel; 0 when off)
+    wbrto_awnd    UINTEGER,
+    wbrto_c10     UINTEGER,             -- penalty c, tenths
+    wbrto_a10     UINTEGER,             -- weight a_i, tenths
+    ngwa_window   UINTEGER              -- NGWA window kept by the socket (0 when off)
+);
