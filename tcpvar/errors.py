@@ -14,6 +14,8 @@ class ExitStatus(IntEnum):
     NO_TCP = 4          # the input was read but holds no TCP connection
     STORE = 5           # the DuckDB store cannot be opened or queried
     INSTALL = 6         # a file tcpvar installs cannot be written where it belongs
+    TESTBED = 7         # the emulated testbed cannot be set up or run here
+    VM = 8              # the micro-VM cannot be prepared or does not boot
     INTERRUPTED = 130   # Ctrl-C
 
 
@@ -51,3 +53,16 @@ class UsageError(TcpvarError):
     """Options that do not fit together or name what does not exist."""
 
     status = ExitStatus.USAGE
+
+
+class TestbedError(TcpvarError):
+    """The testbed cannot run here: not root, a tool or kernel feature missing,
+    a command of the setup failing."""
+
+    status = ExitStatus.TESTBED
+
+
+class VmError(TcpvarError):
+    """The micro-VM's kernel cannot be prepared, or the guest does not boot or run."""
+
+    status = ExitStatus.VM

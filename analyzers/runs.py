@@ -1,0 +1,94 @@
+"""The end-of-run summary of `tcpvar run`: per-flow figures (iperf3, the
+sender capture, tcp_probe), Jain's index over the flows and, in
+friendliness runs, each variant against the Reno background flow."""
+from __future__ import annotations
+
+import json
+
+from tcpvar.store.db import one
+
+from .fairness import friendliness, jain
+from .sqlfiles import sql
+
+RUN_FIELDS = ("run_id", "name", "dir", "backend", "kernel", "status", "error", "seed",
+              "repetition", "probe_source", "probe_events", "probe_lost",
+              "sender_capture", "bottleneck_capture")
+
+
+def run_summary(con, run_id: int) -> dict:
+    cur = con.execute(f"SELECT {', '.join(RUN_FIELDS)}, params FROM runs WHERE run_id = $1",
+                      [run_id])
+    row = cur.fetchone()
+    doc = dict(zip(RUN_FIELDS, row[:-1]))
+    doc["params"] = json.loads(row[-1]) if row[-1] else None
+    cur = con.execute(sql("run_flows"), {"run_id": run_id})
+    names = [d[0] for d in cur.description]
+    doc["flows"] = [_flow(dict(zip(names, r))) for r in cur.fetchall()]
+    doc["jain"] = _jain(con, doc)
+    if doc["params"] and doc["params"].get("mode") == "friendliness":
+        doc["friendliness"] = _friendliness(doc["flows"])
+    return doc
+
+
+def _flow(r: dict) -> dict:
+    return {
+        "flow": r["flow"], "role": r["role"], "cc": r["cc"],
+        "src": f"{r['src_addr']}:{r['src_port']}", "dst": f"{r['dst_addr']}:{r['dst_port']}",
+        "start_s": r["start_s"], "duration_s": r["duration_s"], "conn": r["conn"],
+        "throughput_bps": {"iperf3": r["throughput_iperf3_bps"],
+                           "pcap": r["throughput_pcap_bps"]},
+        "retransmitted_packets": r["retransmitted_packets"],
+        "retransmits_iperf3": r["retransmits_iperf3"],
+        "rtt_avg_ms": r["rtt_avg_ms"], "rtt_min_ms": r["rtt_min_ms"],
+        "rtt_max_ms": r["rtt_max_ms"],
+        "srtt_min_ms_probe": r["srtt_min_ms"], "srtt_avg_ms_probe": r["srtt_avg_ms"],
+        "cwnd_max": r["cwnd_max"], "cwnd_avg": r["cwnd_avg"],
+        "rto_max_ms": r["rto_max_ms"],
+        "rto_events": r["rto_events"], "rto_events_source": r["rto_events_source"],
+        "probe_events": r["probe_events"],
+    }
+
+
+def _jain(con, doc: dict) -> dict | None:
+    """J over the whole run from iperf3 and from the pcap, and per interval
+    of the pcap's series over the intervals in which every flow was active."""
+    flows = doc["flows"]
+    if len(flows) < 2:
+        return None
+    out = {"iperf3": jain(f["throughput_bps"]["iperf3"] or 0 for f in flows),
+           "pcap": jain(f["throughput_bps"]["pcap"] or 0 for f in flows)}
+    conns = [f["conn"] for f in flows]
+    capture = doc["sender_capture"]
+    if capture is not None and None not in conns:
+        dirs = [_data_dir(con, capture, f) for f in flows]
+        rows = con.execute(sql("jain_intervals"), {"capture_id": capture, "conns": conns,
+                                                   "dirs": dirs}).fetchall()
+        values = [j for _, _, j, _ in rows if j is not None]
+        out["intervals"] = [{"t_s": t, "jain": j} for _, t, j, _ in rows]
+        out["intervals_mean"] = sum(values) / len(values) if values else None
+        out["intervals_min"] = min(values) if values else None
+    return out
+
+
+def _data_dir(con, capture: int, flow: dict) -> int:
+    a_port = one(con, "SELECT a_port FROM connections WHERE capture_id = $1 AND conn = $2",
+                 [capture, flow["conn"]])[0]
+    return 0 if flow["src"].endswith(f":{a_port}") else 1
+
+
+def _friendliness(flows: list[dict]) -> list[dict]:
+    """Each test flow against the background (Reno) flow, from both sources."""
+    reference = next((f for f in flows if f["role"] == "background"), None)
+    if reference is None:
+        return []
+    out = []
+    for f in flows:
+        if f is reference:
+            continue
+        entry = {"flow": f["flow"], "cc": f["cc"], "reference_flow": reference["flow"],
+                 "reference_cc": reference["cc"]}
+        for source in ("iperf3", "pcap"):
+            x, ref = f["throughput_bps"][source], reference["throughput_bps"][source]
+            entry[source] = friendliness(x, ref) if x and ref else None
+        out.append(entry)
+    return out

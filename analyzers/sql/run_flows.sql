@@ -1,0 +1,55 @@
+-- The end-of-run summary, one row per flow of a run: iperf3's figures, the
+-- sender capture's statistics of the flow's data direction, and what
+-- tcp_probe saw on the sending socket (local port = the flow's source port).
+-- An RTO event is an entry into the Loss state when the probe carries
+-- ca_state (extended record), else a timeout the capture analysis inferred.
+-- Parameter: $run_id.
+WITH probe AS (
+    SELECT e.flow,
+           count(*) AS events,
+           max(e.snd_cwnd) AS cwnd_max,
+           avg(e.snd_cwnd) AS cwnd_avg,
+           min(e.srtt_us) FILTER (WHERE e.srtt_us > 0) / 1e3 AS srtt_min_ms,
+           avg(e.srtt_us) FILTER (WHERE e.srtt_us > 0) / 1e3 AS srtt_avg_ms,
+           max(e.rto_us) / 1e3 AS rto_max_ms,
+           count(e.ca_state) > 0 AS has_ca_state
+    FROM probe_events e JOIN flows f ON f.run_id = e.run_id AND f.flow = e.flow
+    WHERE e.run_id = $run_id AND e.sport = f.src_port
+    GROUP BY e.flow
+),
+loss_entries AS (
+    SELECT flow, count(*) FILTER (WHERE ca_state = 4 AND prev IS DISTINCT FROM 4) AS n
+    FROM (SELECT e.flow, e.ca_state,
+                 lag(e.ca_state) OVER (PARTITION BY e.flow ORDER BY e.ts_ns) AS prev
+          FROM probe_events e JOIN flows f ON f.run_id = e.run_id AND f.flow = e.flow
+          WHERE e.run_id = $run_id AND e.sport = f.src_port AND e.ca_state IS NOT NULL)
+    GROUP BY flow
+),
+pcap AS (
+    SELECT f.flow, s.*
+    FROM flows f
+    JOIN runs r USING (run_id)
+    JOIN connections c ON c.capture_id = r.sender_capture AND c.conn = f.conn
+    JOIN conn_stats s ON s.capture_id = c.capture_id AND s.conn = c.conn
+                     AND s.dir = CASE WHEN c.a_port = f.src_port THEN 0 ELSE 1 END
+    WHERE f.run_id = $run_id
+)
+SELECT f.flow, f.role, f.cc, f.src_addr, f.src_port, f.dst_addr, f.dst_port, f.start_s,
+       f.duration_s, f.conn,
+       f.iperf_bps AS throughput_iperf3_bps,
+       pcap.goodput_bps AS throughput_pcap_bps,
+       f.iperf_retransmits AS retransmits_iperf3,
+       pcap.retransmitted_packets,
+       pcap.rtt_avg_ms, pcap.rtt_min_ms, pcap.rtt_max_ms, pcap.rtt_samples,
+       pcap.rto_events AS rto_events_pcap,
+       probe.events AS probe_events,
+       probe.cwnd_max, probe.cwnd_avg, probe.srtt_min_ms, probe.srtt_avg_ms, probe.rto_max_ms,
+       CASE WHEN probe.has_ca_state THEN coalesce(loss_entries.n, 0)
+            ELSE pcap.rto_events END AS rto_events,
+       CASE WHEN probe.has_ca_state THEN 'tcp_probe' ELSE 'pcap' END AS rto_events_source
+FROM flows f
+LEFT JOIN pcap USING (flow)
+LEFT JOIN probe USING (flow)
+LEFT JOIN loss_entries USING (flow)
+WHERE f.run_id = $run_id
+ORDER BY f.flow

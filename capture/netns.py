@@ -1,0 +1,99 @@
+"""Running commands and processes inside network namespaces, and ending
+exactly the processes tcpvar started (by PID, never by name)."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tcpvar.errors import TestbedError
+
+
+def need_root() -> None:
+    if os.geteuid() != 0:
+        raise TestbedError("tcpvar run needs root (network namespaces and qdiscs): "
+                           "run it with sudo")
+
+
+def need_tools(*names: str) -> None:
+    for name in names:
+        if shutil.which(name) is None:
+            raise TestbedError(f"{name} is not installed (apt-get install {_package(name)}, "
+                               f"or run ./bootstrap.sh)")
+
+
+def _package(tool: str) -> str:
+    return {"ip": "iproute2", "tc": "iproute2", "ss": "iproute2"}.get(tool, tool)
+
+
+def run(args: list[str], ns: str | None = None, check: bool = True) -> str:
+    """Run a setup command (in namespace @ns); its stdout, or TestbedError
+    naming the command and its first line of complaint."""
+    full = (["ip", "netns", "exec", ns] if ns else []) + args
+    proc = subprocess.run(full, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if check and proc.returncode != 0:
+        why = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}")
+        raise TestbedError(f"`{' '.join(args)}`{' in ' + ns if ns else ''} failed: "
+                           f"{why.splitlines()[0]}")
+    return proc.stdout
+
+
+class Processes:
+    """The processes of one run. stop() ends them gently, then for good."""
+
+    def __init__(self) -> None:
+        self.procs: list[tuple[str, subprocess.Popen]] = []
+
+    def start(self, name: str, args: list[str], ns: str | None = None,
+              stdout: Path | None = None, stderr: Path | None = None) -> subprocess.Popen:
+        # `ip netns exec` execs the command, so the PID is the tool's own
+        full = (["ip", "netns", "exec", ns] if ns else []) + args
+        out = open(stdout, "wb") if stdout else subprocess.DEVNULL
+        err = open(stderr, "wb") if stderr else subprocess.DEVNULL
+        try:
+            proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    start_new_session=True)
+        finally:
+            for f in (out, err):
+                if f is not subprocess.DEVNULL:
+                    f.close()
+        self.procs.append((name, proc))
+        return proc
+
+    def stop(self, proc: subprocess.Popen, sig=signal.SIGTERM, grace_s: float = 5.0) -> int | None:
+        if proc.poll() is None:
+            with _ignore_gone():
+                proc.send_signal(sig)
+            try:
+                proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                with _ignore_gone():
+                    proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def stop_all(self, grace_s: float = 3.0) -> None:
+        """SIGTERM to every process still running, SIGKILL to those that stay."""
+        live = [p for _, p in self.procs if p.poll() is None]
+        for p in live:
+            with _ignore_gone():
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for p in live:
+            try:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with _ignore_gone():
+                    p.kill()
+                p.wait()
+
+
+class _ignore_gone:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        return exc_type is ProcessLookupError

@@ -1,0 +1,198 @@
+"""The parameters of an experiment (`tcpvar run`), parsed and checked before
+anything is set up, so bad input costs nothing and leaves nothing behind."""
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+from tcpvar.errors import UsageError
+
+MODES = ("single", "fairness", "friendliness")
+REFERENCE_CC = "reno"      # the background flow of friendliness runs (the paper's)
+MTU = 1500
+MAX_RTT_MS = 10_000.0
+MAX_RATE_BPS = 100e9
+
+_RATE_UNITS = {"": 1, "bit": 1, "bps": 1, "k": 1e3, "kbit": 1e3, "kbps": 1e3,
+               "m": 1e6, "mbit": 1e6, "mbps": 1e6, "g": 1e9, "gbit": 1e9, "gbps": 1e9}
+_SIZE_UNITS = {"b": 1, "kb": 1000, "k": 1000, "kib": 1024, "mb": 1_000_000,
+               "m": 1_000_000, "mib": 1 << 20}
+
+
+def parse_rate(text: str) -> float:
+    """'100mbit', '1gbit', '500M', '2.5gbps' -> bits per second."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", text.lower())
+    if not m or m.group(2) not in _RATE_UNITS:
+        raise UsageError(f"cannot read rate {text!r} (use e.g. 100mbit, 1gbit, 500kbit)")
+    bps = float(m.group(1)) * _RATE_UNITS[m.group(2)]
+    if not 8_000 <= bps <= MAX_RATE_BPS:
+        raise UsageError(f"rate {text!r} is outside 8kbit..100gbit")
+    return bps
+
+
+def parse_schedule(text: str) -> list[tuple[float, float]]:
+    """'0:1gbit,60:500mbit,120:1gbit' -> [(0.0, 1e9), (60.0, 5e8), (120.0, 1e9)]."""
+    steps = []
+    for item in text.split(","):
+        at, sep, rate = item.partition(":")
+        try:
+            t = float(at)
+        except ValueError:
+            t = -1.0
+        if not sep or t < 0:
+            raise UsageError(f"cannot read bandwidth schedule step {item!r} "
+                             f"(use TIME_S:RATE, e.g. 0:1gbit,60:500mbit)")
+        steps.append((t, parse_rate(rate)))
+    times = [t for t, _ in steps]
+    if times != sorted(set(times)):
+        raise UsageError("bandwidth schedule times must increase")
+    if times[0] != 0:
+        raise UsageError("bandwidth schedule must start at 0 (the rate the run starts with)")
+    return steps
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """The bottleneck queue: a packet limit (pfifo) or a byte limit (bfifo)."""
+    packets: int | None = None
+    bytes: int | None = None
+    bdp_multiple: float | None = None   # what the user asked for, when in BDPs
+
+    def describe(self) -> str:
+        if self.packets is not None:
+            return f"{self.packets} packets"
+        return f"{self.bytes} bytes"
+
+
+def parse_buffer(text: str, rate_bps: float, rtt_ms: float) -> Buffer:
+    """'100' / '100p' packets, '64kb' / '150000b' bytes, 'bdp' / '0.5bdp' bandwidth-delay products."""
+    t = text.strip().lower()
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+)?\s*bdp", t)
+    if m:
+        k = float(m.group(1) or 1)
+        # at least 2 full packets, so a zero-RTT path still queues something
+        size = max(int(k * rate_bps * rtt_ms / 8000), 2 * MTU)
+        return Buffer(bytes=size, bdp_multiple=k)
+    m = re.fullmatch(r"([0-9]+)\s*(p|pkts?|packets?)?", t)
+    if m:
+        n = int(m.group(1))
+        if n < 1:
+            raise UsageError("buffer must hold at least 1 packet")
+        return Buffer(packets=n)
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([a-z]+)", t)
+    if m and m.group(2) in _SIZE_UNITS:
+        size = int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+        if size < MTU:
+            raise UsageError(f"buffer {text!r} is smaller than one packet ({MTU} bytes)")
+        return Buffer(bytes=size)
+    raise UsageError(f"cannot read buffer {text!r} (use packets: 100, bytes: 64kb, "
+                     f"or bandwidth-delay products: bdp, 2bdp)")
+
+
+@dataclass
+class Flow:
+    flow: int                  # 1..N in order of start
+    cc: str
+    role: str                  # 'background' or 'test'
+    start_s: float
+    duration_s: float
+
+
+@dataclass
+class RunParams:
+    ccs: list[str]
+    rtt_ms: float = 100.0
+    loss_pct: float = 0.0
+    bw_bps: float = 100e6
+    buffer: Buffer = field(default_factory=lambda: Buffer(packets=100))
+    buffer_text: str = "bdp"
+    duration_s: float = 20.0
+    flows: int = 1
+    mode: str = "single"
+    start_gap_s: float = 0.0
+    schedule: list[tuple[float, float]] = field(default_factory=list)
+    repeat: int = 1
+    seed: int = 0
+    shaper: str = "htb"
+
+    def flow_plan(self) -> list[Flow]:
+        """Who runs what and when: later flows start start_gap_s apart and all
+        end with the run, so the first (background) flow runs longest."""
+        out = []
+        for i in range(self.flows):
+            if self.mode == "friendliness":
+                cc = REFERENCE_CC if i == 0 else self.ccs[min(i - 1, len(self.ccs) - 1)]
+            else:
+                cc = self.ccs[i] if len(self.ccs) > 1 else self.ccs[0]
+            start = i * self.start_gap_s
+            role = "background" if self.mode != "single" and i == 0 else "test"
+            out.append(Flow(i + 1, cc, role, start, self.duration_s - start))
+        return out
+
+    def needed_ccs(self) -> list[str]:
+        return sorted({f.cc for f in self.flow_plan()})
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["buffer"] = {"text": self.buffer_text, "packets": self.buffer.packets,
+                       "bytes": self.buffer.bytes}
+        d.pop("buffer_text")
+        d["schedule"] = [{"t_s": t, "bw_bps": r} for t, r in self.schedule]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunParams:
+        d = dict(d)
+        buf = d.pop("buffer")
+        d["buffer"] = Buffer(packets=buf["packets"], bytes=buf["bytes"])
+        d["buffer_text"] = buf["text"]
+        d["schedule"] = [(s["t_s"], s["bw_bps"]) for s in d["schedule"]]
+        return cls(**d)
+
+
+def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str,
+                duration_s: float, flows: int | None, mode: str, start_gap_s: float | None,
+                schedule: str | None, repeat: int, seed: int, shaper: str = "htb") -> RunParams:
+    """Check every option against the others; raise UsageError on the first problem."""
+    ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
+    if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
+        raise UsageError(f"cannot read congestion control {cc!r} "
+                         f"(a name such as cubic, or a list: cubic,reno)")
+    if not 0 <= rtt_ms <= MAX_RTT_MS:
+        raise UsageError(f"RTT {rtt_ms:g} ms is outside 0..{MAX_RTT_MS:g} ms")
+    if not 0 <= loss_pct <= 100:
+        raise UsageError(f"loss {loss_pct:g}% is outside 0..100")
+    if not 0 < duration_s <= 24 * 3600:
+        raise UsageError(f"duration {duration_s:g} s must be above 0 and at most a day")
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
+    if flows is None:
+        flows = max(len(ccs) + (mode == "friendliness"), 1 if mode == "single" else 2)
+    if not 1 <= flows <= 32:
+        raise UsageError(f"--flows {flows}: tcpvar runs 1 to 32 flows")
+    if mode != "single" and flows < 2:
+        raise UsageError(f"{mode} needs at least 2 flows")
+    if mode == "fairness" and len(set(ccs)) > 1:
+        raise UsageError("fairness compares flows of one variant: give a single --cc")
+    if mode == "single" and len(ccs) not in (1, flows):
+        raise UsageError(f"--cc lists {len(ccs)} variants for {flows} flows "
+                         f"(give one, or one per flow)")
+    if start_gap_s is None:
+        start_gap_s = 0.0 if mode == "single" else min(2.0, duration_s / (2 * flows))
+    if start_gap_s < 0 or start_gap_s * (flows - 1) >= duration_s:
+        raise UsageError(f"--start-gap {start_gap_s:g} s leaves the last flow no time "
+                         f"in a {duration_s:g} s run")
+    if repeat < 1:
+        raise UsageError("--repeat must be at least 1")
+    steps = parse_schedule(schedule) if schedule else []
+    if steps and steps[-1][0] >= duration_s:
+        raise UsageError(f"bandwidth schedule step at {steps[-1][0]:g} s is after "
+                         f"the run's end ({duration_s:g} s)")
+    bw_bps = steps[0][1] if steps else parse_rate(bw)
+    # the queue is sized for the largest rate the path will have
+    peak = max([r for _, r in steps] or [bw_bps])
+    return RunParams(ccs=ccs, rtt_ms=rtt_ms, loss_pct=loss_pct, bw_bps=bw_bps,
+                     buffer=parse_buffer(buffer, peak, rtt_ms), buffer_text=buffer,
+                     duration_s=duration_s, flows=flows, mode=mode,
+                     start_gap_s=start_gap_s, schedule=steps, repeat=repeat, seed=seed,
+                     shaper=shaper)

@@ -1,0 +1,342 @@
+"""One experiment on the kernel this process runs on: build the dumbbell,
+start the iperf3 flows on schedule, capture, and write every artefact into
+the run folder. The same code runs on the host (netns backend) and inside
+the micro-VM (vm backend).
+
+Artefacts of a run folder (docs/run.md):
+  manifest.json            parameters, kernel, sysctls, tools, seed, times, status
+  sender.pcap              headers of every TCP packet entering the first router
+                           (what the senders sent, and the ACKs that came back)
+  bottleneck.pcap          headers of what left the bottleneck queue
+  tcp_probe.csv/.json      tcp_probe events of the flows (docs/probe.md)
+  iperf-<flow>.json        iperf3 client report (sender side)
+  iperf-<flow>-server.json iperf3 server report (receiver side)
+  tc-stats.txt/.json       `tc -s` of the bottleneck and delay routers at the end
+  progress.jsonl           the live samples shown while it ran
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tcpvar import __version__
+from tcpvar.errors import TcpvarError, TestbedError
+
+from .netns import Processes, need_root, need_tools, run
+from .params import MTU, Flow, RunParams
+from .topology import Dumbbell
+
+SNAPLEN = 128                 # Ethernet/SLL2 + IPv4 with options + TCP with options
+TCPDUMP_BUFFER_KIB = 16384
+RECORDED_SYSCTLS = (
+    "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_available_congestion_control",
+    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_timestamps", "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_ecn",
+    "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_frto", "net.ipv4.tcp_early_retrans",
+    "net.ipv4.tcp_recovery", "net.ipv4.tcp_slow_start_after_idle", "net.core.default_qdisc",
+)
+STOP_FILE = ".stop"           # a file the host creates to end a run in the VM early
+SETTLE_S = 1.0                # time for the last ACKs to come back before captures stop
+
+
+class Interrupted(TcpvarError):
+    """The run was asked to stop early (Ctrl-C or the stop file)."""
+
+
+@dataclass
+class FlowEndpoints:
+    flow: Flow
+    src: str
+    sport: int
+    dst: str
+    dport: int
+
+
+def port_base(seed: int, tag: str) -> int:
+    """Ports unique to the run (tests may run beside each other and the
+    probe filter selects by port)."""
+    return 20000 + random.Random(f"{seed}-{tag}").randrange(0, 20000, 100)
+
+
+def host_sysctls(params: RunParams) -> dict[str, str]:
+    """Fresh hosts that remember nothing between runs, and socket buffers
+    large enough that the window never caps the flow below the path."""
+    bdp = params.bw_bps * max(params.rtt_ms, 1) / 8000
+    queue = params.buffer.bytes or (params.buffer.packets or 0) * MTU
+    peak = max([params.bw_bps] + [r for _, r in params.schedule])
+    top = int(max(6 << 20, 4 * (peak * max(params.rtt_ms, 1) / 8000 + queue), 2 * bdp))
+    return {"net.ipv4.tcp_no_metrics_save": "1",
+            "net.ipv4.tcp_rmem": f"4096 131072 {top}",
+            "net.ipv4.tcp_wmem": f"4096 16384 {top}"}
+
+
+class Experiment:
+    """One run: `execute()` returns the manifest it wrote."""
+
+    def __init__(self, params: RunParams, out_dir: Path, tag: str, repetition: int = 1,
+                 backend: str = "netns", progress=None):
+        self.params = params
+        self.dir = Path(out_dir)
+        self.tag = tag
+        self.repetition = repetition
+        self.backend = backend
+        self.progress = progress or (lambda sample: None)
+        self.net = Dumbbell(tag, params.flows)
+        self.procs = Processes()
+        base = port_base(params.seed + repetition, tag)
+        self.flows = [FlowEndpoints(f, Dumbbell.sender_addr(f.flow), base + 50 + f.flow,
+                                    Dumbbell.receiver_addr(f.flow), base + f.flow)
+                      for f in params.flow_plan()]
+        self.manifest: dict = {}
+        self.recorder = None
+
+    # -- the whole run -----------------------------------------------------
+    def execute(self) -> dict:
+        need_root()
+        need_tools("ip", "tc", "ethtool", "iperf3", "tcpdump", "ss", "sysctl")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.manifest = self._manifest_head()
+        self._write_manifest()
+        status, error = "complete", None
+        try:
+            self._setup()
+            self._flows()
+            time.sleep(SETTLE_S)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            status, error = "interrupted", str(exc) or "interrupted by the user"
+        except TcpvarError as exc:
+            status, error = "failed", str(exc)
+        except Exception as exc:
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+        finally:
+            self._teardown()
+            self.manifest.update(status=status, error=error, ended_ns=time.time_ns())
+            self._write_manifest()
+        return self.manifest
+
+    def _setup(self) -> None:
+        p = self.params
+        self._phase("building the dumbbell")
+        self.net.create()
+        self.net.tune_hosts(host_sysctls(p))
+        bdp_pkts = p.bw_bps * p.rtt_ms / 8000 / MTU
+        peak = max([p.bw_bps] + [r for _, r in p.schedule])
+        netem_limit = int(max(1000, 4 * peak * p.rtt_ms / 8000 / MTU + 1000))
+        self.net.shape(p.shaper, p.bw_bps, p.buffer, p.rtt_ms, p.loss_pct, netem_limit)
+        self.manifest["topology"] = {
+            "namespaces": list(self.net.namespaces), "bdp_packets": round(bdp_pkts, 1),
+            "netem_limit": netem_limit, "offloads_off": ["tso", "gso", "gro", "lro"],
+            "mtu": MTU}
+        self.manifest["sysctls"] = self._sysctls()
+        self._phase("starting captures")
+        for fe in self.flows:
+            self.procs.start(f"server{fe.flow.flow}",
+                             ["iperf3", "-s", "-1", "-p", str(fe.dport), "-J"],
+                             ns=self.net.receiver(fe.flow.flow),
+                             stdout=self.dir / f"iperf-{fe.flow.flow}-server.json",
+                             stderr=self.dir / f"iperf-{fe.flow.flow}-server.err")
+        self._start_tcpdump("sender", ["-i", "any", "-Q", "in"])
+        self._start_tcpdump("bottleneck", ["-i", "right", "-Q", "out"])
+        self._start_probe()
+        for fe in self.flows:
+            self._wait_listening(self.net.receiver(fe.flow.flow), fe.dport)
+
+    def _start_tcpdump(self, name: str, where: list[str]) -> None:
+        err = self.dir / f"{name}.tcpdump.log"
+        self.procs.start(name, ["tcpdump", *where, "-n", "-s", str(SNAPLEN),
+                                "-B", str(TCPDUMP_BUFFER_KIB), "-Z", "root", "-w",
+                                str(self.dir / f"{name}.pcap"), "tcp"],
+                         ns=self.net.ns("rl"), stderr=err)
+        deadline = time.monotonic() + 10
+        while "listening on" not in err.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                raise TestbedError(f"tcpdump ({name}) did not start: "
+                                   f"{err.read_text(errors='replace').strip()[:200]}")
+            time.sleep(0.05)
+
+    def _start_probe(self) -> None:
+        try:
+            from . import probe
+        except ImportError:   # TEMPORARY until the probe recorders land
+            self.manifest["probe"] = {"source": None}
+            return
+        ports = [fe.dport for fe in self.flows]
+        self.recorder = probe.open_probe(self.dir, ports)
+        self.recorder.start()
+        self.manifest["probe"] = {"source": self.recorder.source,
+                                  "reason": getattr(self.recorder, "reason", None)}
+
+    @staticmethod
+    def _wait_listening(ns: str, port: int) -> None:
+        deadline = time.monotonic() + 10
+        while f":{port} " not in run(["ss", "-ltnH"], ns=ns, check=False) + " ":
+            if time.monotonic() > deadline:
+                raise TestbedError(f"iperf3 server on port {port} did not start")
+            time.sleep(0.05)
+
+    # -- the flows ---------------------------------------------------------
+    def _flows(self) -> None:
+        p = self.params
+        self._phase("running")
+        self.manifest["started_ns"] = t0_ns = time.time_ns()
+        self._write_manifest()
+        t0 = time.monotonic()
+        pending = list(self.flows)
+        clients: dict[int, subprocess.Popen] = {}
+        steps = list(p.schedule[1:])
+        last_bytes: dict[int, tuple[float, int]] = {}
+        next_sample = t0 + 1.0
+        samples = open(self.dir / "progress.jsonl", "w")
+        try:
+            while pending or any(c.poll() is None for c in clients.values()):
+                now = time.monotonic() - t0
+                while pending and pending[0].flow.start_s <= now:
+                    fe = pending.pop(0)
+                    clients[fe.flow.flow] = self._start_client(fe)
+                while steps and steps[0][0] <= now:
+                    at, rate = steps.pop(0)
+                    self.net.set_rate(p.shaper, rate)
+                    self.manifest.setdefault("schedule_applied", []).append(
+                        {"t_s": round(now, 3), "bw_bps": rate})
+                if (self.dir / STOP_FILE).exists():
+                    raise Interrupted("stopped from the host")
+                if now > p.duration_s + 30:
+                    raise TestbedError("iperf3 clients did not finish 30 s after the run's end")
+                if time.monotonic() >= next_sample:
+                    sample = self._sample(now, clients, last_bytes)
+                    samples.write(json.dumps(sample) + "\n")
+                    samples.flush()
+                    self.progress(sample)
+                    next_sample += 1.0
+                time.sleep(0.05)
+        finally:
+            samples.close()
+            self.manifest["flows_ended_ns"] = time.time_ns()
+            self.manifest["t0_ns"] = t0_ns
+        failed = [f for f, c in clients.items() if c.returncode not in (0, None)]
+        if failed:
+            err = (self.dir / f"iperf-{failed[0]}.err").read_text(errors="replace").strip()
+            raise TestbedError(f"iperf3 flow {failed[0]} failed: {err[:200] or 'see its JSON'}")
+
+    def _start_client(self, fe: FlowEndpoints) -> subprocess.Popen:
+        seconds = max(1, round(fe.flow.duration_s))
+        return self.procs.start(
+            f"client{fe.flow.flow}",
+            ["iperf3", "-c", fe.dst, "-p", str(fe.dport), "--cport", str(fe.sport),
+             "-t", str(seconds), "-i", "1", "-C", fe.flow.cc, "-J"],
+            ns=self.net.sender(fe.flow.flow),
+            stdout=self.dir / f"iperf-{fe.flow.flow}.json",
+            stderr=self.dir / f"iperf-{fe.flow.flow}.err")
+
+    def _sample(self, now: float, clients: dict, last: dict) -> dict:
+        """Per-flow throughput, cwnd and RTT from `ss -ti` in each sender."""
+        flows = []
+        for fe in self.flows:
+            f = fe.flow.flow
+            info = {"flow": f, "cc": fe.flow.cc, "bps": None, "cwnd": None, "rtt_ms": None,
+                    "running": f in clients and clients[f].poll() is None}
+            if info["running"]:
+                text = run(["ss", "-tinH", "state", "established", "sport", "=",
+                            f":{fe.sport}"], ns=self.net.sender(f), check=False)
+                acked = _ss_field(text, r"bytes_acked:(\d+)")
+                if acked is not None:
+                    prev = last.get(f)
+                    if prev:
+                        info["bps"] = (acked - prev[1]) * 8 / max(now - prev[0], 1e-3)
+                    last[f] = (now, int(acked))
+                info["cwnd"] = _ss_field(text, r"\bcwnd:(\d+)")
+                info["rtt_ms"] = _ss_field(text, r"\brtt:([0-9.]+)/")
+            flows.append(info)
+        return {"phase": "running", "elapsed_s": round(now, 2),
+                "total_s": self.params.duration_s, "repetition": self.repetition,
+                "flows": flows}
+
+    # -- ending --------------------------------------------------------------
+    def _teardown(self) -> None:
+        self._phase("stopping")
+        for name, proc in self.procs.procs:
+            if name.startswith("client") or name.startswith("server"):
+                self.procs.stop(proc, grace_s=3)
+        if self.recorder is not None:
+            try:
+                stats = self.recorder.stop()
+                self.manifest["probe"].update(events=stats.events, lost=stats.lost)
+            except TcpvarError as exc:
+                self.manifest["probe"]["error"] = str(exc)
+        try:
+            if self.net.namespaces:
+                (self.dir / "tc-stats.txt").write_text(self.net.qdisc_stats())
+                (self.dir / "tc-stats.json").write_text(
+                    json.dumps(self.net.qdisc_stats_json(), indent=1))
+        finally:
+            self.procs.stop_all()
+            self.manifest["capture_drops"] = self._tcpdump_drops()
+            left = self.net.destroy()
+            if left:
+                self.manifest["left_behind"] = left
+
+    def _tcpdump_drops(self) -> dict:
+        out = {}
+        for name in ("sender", "bottleneck"):
+            log = self.dir / f"{name}.tcpdump.log"
+            if log.exists():
+                m = re.search(r"(\d+) packets? dropped by kernel", log.read_text(errors="replace"))
+                out[name] = int(m.group(1)) if m else None
+        return out
+
+    # -- bookkeeping -----------------------------------------------------------
+    def _phase(self, phase: str) -> None:
+        self.progress({"phase": phase, "repetition": self.repetition})
+
+    def _manifest_head(self) -> dict:
+        return {
+            "tcpvar_version": __version__, "tag": self.tag, "backend": self.backend,
+            "repetition": self.repetition, "params": self.params.to_json(),
+            "seed": self.params.seed, "kernel": platform.release(),
+            "kernel_version": platform.version(), "hostname": platform.node(),
+            "created_ns": time.time_ns(), "status": "running",
+            "flows": [{"flow": fe.flow.flow, "cc": fe.flow.cc, "role": fe.flow.role,
+                       "start_s": fe.flow.start_s, "duration_s": fe.flow.duration_s,
+                       "src_addr": fe.src, "src_port": fe.sport,
+                       "dst_addr": fe.dst, "dst_port": fe.dport} for fe in self.flows],
+            "tools": tool_versions(),
+        }
+
+    def _sysctls(self) -> dict:
+        ns = self.net.sender(1)
+        out = {}
+        for key in RECORDED_SYSCTLS:
+            out[key] = run(["sysctl", "-n", key], ns=ns, check=False).strip() or None
+        return out
+
+    def _write_manifest(self) -> None:
+        tmp = self.dir / "manifest.json.tmp"
+        tmp.write_text(json.dumps(self.manifest, indent=1))
+        os.replace(tmp, self.dir / "manifest.json")
+
+
+def _ss_field(text: str, pattern: str) -> float | None:
+    m = re.search(pattern, text)
+    return float(m.group(1)) if m else None
+
+
+def tool_versions() -> dict:
+    def first_line(args):
+        try:
+            p = subprocess.run(args, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        text = (p.stdout or p.stderr).strip()
+        return text.splitlines()[0] if text else None
+
+    return {"iperf3": first_line(["iperf3", "--version"]),
+            "tcpdump": first_line(["tcpdump", "--version"]),
+            "tc": first_line(["tc", "-V"]),
+            "python": platform.python_version()}

@@ -1,0 +1,98 @@
+"""A run folder -> the store: the run and its flows (manifest and iperf3
+reports), iperf3's intervals, both pcaps (through the capture ingest), the
+tcp_probe events, and each flow's connection in the sender capture."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tcpvar import __version__
+from tcpvar.analyzers.series import build_throughput
+from tcpvar.errors import InputError, NoTcpError
+from tcpvar.store.db import one
+
+from .capture import ScanOptions, ingest
+from .iperf import flow_summary, interval_rows, read_report
+
+SERIES_INTERVAL_MS = 1000.0   # iperf3 reports every second: the pcap series matches
+
+
+def read_manifest(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{run_dir}: not a tcpvar run folder (manifest.json: "
+                         f"{exc.__class__.__name__})") from None
+
+
+def load_run(store, run_dir: Path, progress=None) -> int:
+    """Everything the run folder holds; returns the new run_id. A capture or
+    probe log that cannot be read is noted in the run's error, never fatal:
+    what was captured stays."""
+    run_dir = Path(run_dir).resolve()
+    m = read_manifest(run_dir)
+    notes = [m["error"]] if m.get("error") else []
+    con = store.con
+    run_id = one(con, "SELECT nextval('run_ids')")[0]
+    captures = {}
+    for name in ("sender", "bottleneck"):
+        path = run_dir / f"{name}.pcap"
+        if not path.exists() or path.stat().st_size == 0:
+            continue
+        try:
+            res = ingest(store, path, ScanOptions(), progress=progress)
+        except (InputError, NoTcpError) as exc:
+            notes.append(f"{name}.pcap: {exc}")
+            continue
+        with store.transaction() as c:
+            build_throughput(c, res.capture_id, SERIES_INTERVAL_MS)
+        captures[name] = res.capture_id
+    probe = m.get("probe") or {}
+    with store.transaction() as c:
+        c.execute(
+            "INSERT INTO runs VALUES ($1, 'run', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+            "$12, $13, $14, $15, $16, $17, $18)",
+            [run_id, run_dir.name, str(run_dir), m.get("backend"), m.get("kernel"),
+             json.dumps(m.get("params")), m.get("seed"), m.get("repetition"),
+             m.get("started_ns") or m.get("created_ns"), m.get("ended_ns"),
+             m.get("status"), "; ".join(notes) or None, probe.get("source"),
+             probe.get("events"), probe.get("lost"), captures.get("sender"),
+             captures.get("bottleneck"), m.get("tcpvar_version") or __version__])
+        for f in m.get("flows", []):
+            _load_flow(c, run_id, run_dir, f, captures.get("sender"))
+    _load_probe(store, run_id, run_dir, m)
+    return run_id
+
+
+def _load_flow(con, run_id: int, run_dir: Path, f: dict, sender_capture: int | None) -> None:
+    n = f["flow"]
+    client = read_report(run_dir / f"iperf-{n}.json")
+    server = read_report(run_dir / f"iperf-{n}-server.json")
+    s = flow_summary(client, server)
+    conn = None
+    if sender_capture is not None:
+        row = one(con, "SELECT conn FROM connections WHERE capture_id = $1 AND "
+                       "((a_port = $2 AND b_port = $3) OR (a_port = $3 AND b_port = $2)) "
+                       "ORDER BY packets DESC LIMIT 1",
+                  [sender_capture, f["src_port"], f["dst_port"]])
+        conn = row[0] if row else None
+    con.execute("INSERT INTO flows VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
+                "$12, $13, $14, $15)",
+                [run_id, n, f["role"], f["cc"], f["src_addr"], f["src_port"], f["dst_addr"],
+                 f["dst_port"], f["start_s"], f["duration_s"], conn, s["bytes_sent"],
+                 s["bytes_received"], s["iperf_bps"], s["iperf_retransmits"]])
+    rows = interval_rows(run_id, n, client)
+    if rows:
+        con.executemany("INSERT INTO iperf_intervals VALUES "
+                        "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", rows)
+
+
+def _load_probe(store, run_id: int, run_dir: Path, m: dict) -> None:
+    path = run_dir / "tcp_probe.csv"
+    if not path.exists():
+        return
+    from .probe import load_probe
+
+    flows = [(f["flow"], f["src_addr"], f["src_port"], f["dst_addr"], f["dst_port"])
+             for f in m.get("flows", [])]
+    load_probe(store, run_id, path, flows)
