@@ -101,6 +101,7 @@ class Experiment:
     def execute(self) -> dict:
         need_root()
         need_tools("ip", "tc", "ethtool", "iperf3", "tcpdump", "ss", "sysctl")
+        load_variants(self.params.needed_ccs())
         self.dir.mkdir(parents=True, exist_ok=True)
         self.manifest = self._manifest_head()
         self._write_manifest()
@@ -320,6 +321,19 @@ class Experiment:
         tmp = self.dir / "manifest.json.tmp"
         tmp.write_text(json.dumps(self.manifest, indent=1))
         os.replace(tmp, self.dir / "manifest.json")
+
+
+def load_variants(ccs: list[str]) -> None:
+    """Load the variants' modules (a kernel with modules, such as Debian's)
+    and check the kernel offers them all."""
+    avail = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    for cc in ccs:
+        if cc not in avail.read_text().split():
+            subprocess.run(["modprobe", "-q", f"tcp_{cc}"], capture_output=True)
+    missing = [cc for cc in ccs if cc not in avail.read_text().split()]
+    if missing:
+        raise TestbedError(f"kernel {platform.release()} has no congestion control "
+                           f"{missing[0]!r} (available: {avail.read_text().strip()})")
 
 
 def _ss_field(text: str, pattern: str) -> float | None:

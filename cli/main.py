@@ -15,6 +15,7 @@ from tcpvar.errors import ExitStatus, TcpvarError
 
 from .analyze import analyze
 from .query import query
+from .run import run
 from .wireshark import wireshark
 
 
@@ -32,6 +33,7 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 
     \b
     Examples:
+      tcpvar run --cc cubic --rtt 100
       tcpvar analyze capture.pcapng
       tcpvar analyze --fairness --json run1.pcap
       tcpvar query "SELECT conn, dir, rtt_avg_ms FROM conn_stats"
@@ -42,6 +44,7 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 
 cli.add_command(analyze)
 cli.add_command(query)
+cli.add_command(run)
 cli.add_command(wireshark)
 
 

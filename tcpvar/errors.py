@@ -14,6 +14,7 @@ class ExitStatus(IntEnum):
     NO_TCP = 4          # the input was read but holds no TCP connection
     STORE = 5           # the DuckDB store cannot be opened or queried
     INSTALL = 6         # a file tcpvar installs cannot be written where it belongs
+    PROBE = 7           # tcp_probe events cannot be recorded as asked (tracefs, BPF, root)
     TESTBED = 7         # the emulated testbed cannot be set up or run here
     VM = 8              # the micro-VM cannot be prepared or does not boot
     INTERRUPTED = 130   # Ctrl-C
@@ -66,3 +67,10 @@ class VmError(TcpvarError):
     """The micro-VM's kernel cannot be prepared, or the guest does not boot or run."""
 
     status = ExitStatus.VM
+
+
+class ProbeError(TcpvarError):
+    """tcp_probe events cannot be recorded as asked: no tracefs or tracepoint,
+    no BPF or BTF for the eBPF hook, not root."""
+
+    status = ExitStatus.PROBE

@@ -1,0 +1,76 @@
+"""Which backend runs an experiment: `netns` on the host kernel when it has
+what the run needs (netem for delay or loss, the variants), else `vm`."""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from tcpvar.errors import TestbedError, UsageError
+
+from .params import RunParams
+from .topology import new_tag
+
+BACKENDS = ("auto", "netns", "vm")
+
+
+def available_variants() -> set[str]:
+    """The host kernel's congestion controls: loaded, built in, or as modules."""
+    found = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                .read_text().split())
+    mods = Path("/lib/modules") / platform.release() / "kernel" / "net" / "ipv4"
+    for f in mods.glob("tcp_*.ko*"):
+        found.add(f.name.split(".")[0][4:])
+    return found - {"diag"}
+
+
+@cache
+def host_has_netem() -> bool:
+    """Try it: a netem qdisc on the loopback of a throwaway namespace."""
+    ns = f"tcpvar-{new_tag()}-netem"
+    try:
+        if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
+            return False
+        proc = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo",
+                               "root", "netem", "delay", "1ms"], capture_output=True)
+        return proc.returncode == 0
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def netns_gaps(params: RunParams) -> list[str]:
+    """What the host kernel lacks for this run (empty: netns can serve)."""
+    gaps = []
+    if (params.rtt_ms > 0 or params.loss_pct > 0) and not host_has_netem():
+        gaps.append("the host kernel has no netem (needed for --rtt and --loss)")
+    missing = [c for c in params.needed_ccs() if c not in available_variants()]
+    if missing:
+        gaps.append(f"the host kernel lacks {', '.join(missing)} "
+                    f"(it offers {', '.join(sorted(available_variants()))})")
+    return gaps
+
+
+def choose(requested: str, params: RunParams, kernel: str | None) -> tuple[str, str]:
+    """(backend, why) for --backend, or UsageError when the choice cannot serve."""
+    if requested not in BACKENDS:
+        raise UsageError(f"unknown backend {requested!r} (one of {', '.join(BACKENDS)})")
+    if os.geteuid() != 0:
+        raise TestbedError("tcpvar run needs root (network namespaces and qdiscs): "
+                           "run it with sudo")
+    if kernel is not None:
+        if requested == "netns":
+            raise UsageError("--kernel chooses the micro-VM's kernel: use --backend vm or auto")
+        return "vm", f"--kernel {kernel} boots in the micro-VM"
+    gaps = netns_gaps(params)
+    if requested == "netns":
+        if gaps:
+            raise TestbedError(f"the netns backend cannot serve: {gaps[0]}; "
+                               f"use --backend vm")
+        return "netns", "chosen with --backend netns"
+    if requested == "vm":
+        return "vm", "chosen with --backend vm"
+    if gaps:
+        return "vm", f"{gaps[0]}, so the run goes to the micro-VM"
+    return "netns", "the host kernel has everything this run needs"

@@ -1,0 +1,44 @@
+"""The vm backend's program inside the guest: run the session's experiments
+one after another and report to the host on stdout, one line per message
+(`TCPVAR <json>`), since the console is the only channel that needs no
+setup. Run as `python3 -m tcpvar.capture.guest SPEC.json`."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .params import RunParams
+from .runner import STOP_FILE, Experiment
+
+TRACEFS = "/sys/kernel/tracing"
+
+
+def say(kind: str, **payload) -> None:
+    sys.stdout.write("TCPVAR " + json.dumps({"kind": kind, **payload}) + "\n")
+    sys.stdout.flush()
+
+
+def main(spec_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    if not os.path.ismount(TRACEFS):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True)
+    say("ready", kernel=os.uname().release)
+    params = RunParams.from_json(spec["params"])
+    for run in spec["runs"]:
+        run_dir = Path(run["dir"])
+        if (run_dir / STOP_FILE).exists():
+            break
+        exp = Experiment(params, run_dir, run["tag"], run["repetition"], backend="vm",
+                         progress=lambda sample: say("progress", **sample))
+        manifest = exp.execute()
+        say("done", dir=str(run_dir), status=manifest["status"], error=manifest.get("error"))
+        if manifest["status"] != "complete":
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

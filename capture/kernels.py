@@ -1,0 +1,123 @@
+"""The kernels the vm backend boots: Debian's stock kernel package (every
+congestion-control variant as a module, netem), fetched and unpacked by
+tcpvar into its cache without installing it on the host; the kernel built
+from kernel-patches/; or any bzImage the user names."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tcpvar.errors import VmError
+
+STOCK_META = "linux-image-amd64"      # Debian's package that points at the current kernel
+# names that look like variants in module files or the config but are not
+NOT_VARIANTS = {"diag", "advanced"}
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("TCPVAR_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tcpvar")
+    return Path(base)
+
+
+@dataclass
+class Kernel:
+    kind: str                  # 'stock', 'patched' or 'custom'
+    image: Path
+    release: str | None        # uname -r, when known before boot
+    root: Path | None = None   # where its /lib/modules lives, for module kernels
+
+    def variants(self) -> set[str] | None:
+        """Congestion controls the kernel offers (built in or as modules), or
+        None when that is only known once it runs."""
+        if self.root is None or self.release is None:
+            return None
+        found = {"reno"}
+        mods = self.root / "lib" / "modules" / self.release / "kernel" / "net" / "ipv4"
+        for f in mods.glob("tcp_*.ko*"):
+            found.add(f.name.split(".")[0][4:])
+        config = self.root / "boot" / f"config-{self.release}"
+        if config.exists():
+            for m in re.finditer(r"^CONFIG_TCP_CONG_(\w+)=y", config.read_text(), re.M):
+                found.add({"HSTCP": "highspeed"}.get(m.group(1), m.group(1).lower()))
+        return found - NOT_VARIANTS
+
+
+def resolve(spec: str, progress=None) -> Kernel:
+    """--kernel: 'stock' (default), 'patched', or a path to a bzImage."""
+    if spec == "stock":
+        return stock_kernel(progress)
+    if spec == "patched":
+        from .kernel_build import patched_kernel
+
+        return Kernel("patched", Path(patched_kernel(build=True)), None)
+    path = Path(spec)
+    if not path.is_file():
+        raise VmError(f"--kernel {spec}: no such kernel image (use stock, patched, "
+                      f"or the path of a bzImage)")
+    return Kernel("custom", path.resolve(), None)
+
+
+def _unpacked() -> list[Path]:
+    root = cache_dir() / "kernels"
+    return sorted(root.glob("debian-*/boot/vmlinuz-*")) if root.exists() else []
+
+
+def stock_kernel(progress=None) -> Kernel:
+    """Debian's kernel package, unpacked once into the cache."""
+    images = _unpacked()
+    if not images:
+        _fetch_stock(progress)
+        images = _unpacked()
+        if not images:
+            raise VmError("the unpacked Debian kernel package has no /boot/vmlinuz")
+    image = images[-1]
+    release = image.name[len("vmlinuz-"):]
+    return Kernel("stock", image, release, root=image.parent.parent)
+
+
+def _stock_package() -> str:
+    """The versioned package behind linux-image-amd64 (linux-image-6.1.0-NN-amd64)."""
+    try:
+        out = subprocess.run(["apt-cache", "depends", STOCK_META], capture_output=True,
+                             text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        raise VmError(f"cannot find Debian's {STOCK_META} package (is apt available, "
+                      f"and `apt-get update` done?)") from None
+    m = re.search(r"Depends:\s*(linux-image-[0-9][^\s]*)", out)
+    if not m:
+        raise VmError(f"{STOCK_META} names no kernel package in apt's lists")
+    return m.group(1)
+
+
+def _fetch_stock(progress=None) -> None:
+    package = _stock_package()
+    if progress:
+        progress({"phase": f"fetching Debian's kernel ({package}), once"})
+    root = cache_dir() / "kernels"
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root) as tmp:
+        _checked(["apt-get", "download", "-q", package], cwd=tmp,
+                 what=f"apt-get download {package}")
+        debs = list(Path(tmp).glob("*.deb"))
+        unpack = Path(tmp) / "root"
+        _checked(["dpkg-deb", "-x", str(debs[0]), str(unpack)], what="dpkg-deb -x")
+        release = package[len("linux-image-"):]
+        # virtme-ng finds the modules from the image's path; modules.dep lets modprobe work
+        _checked(["depmod", "-b", str(unpack), release], what="depmod")
+        target = root / f"debian-{release}"
+        if target.exists():
+            shutil.rmtree(target)
+        unpack.rename(target)
+
+
+def _checked(args: list[str], what: str, cwd: str | None = None) -> None:
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        why = (proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}")
+        raise VmError(f"{what} failed: {why.splitlines()[-1]}")

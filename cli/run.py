@@ -1,0 +1,107 @@
+"""tcpvar run: an iperf3 experiment over the emulated dumbbell."""
+from __future__ import annotations
+
+import click
+
+from tcpvar.errors import ExitStatus
+
+
+@click.command(short_help="Run iperf3 flows over an emulated path; capture, probe, summarise.")
+@click.option("--cc", default="cubic", show_default=True, metavar="NAME[,NAME...]",
+              help="Congestion control of the flows: one for all, or one per flow.")
+@click.option("--rtt", "rtt_ms", default=100.0, show_default=True, type=float, metavar="MS",
+              help="Base round-trip time (netem delay, half each way).")
+@click.option("--loss", "loss_pct", default=0.0, show_default=True, type=float, metavar="PCT",
+              help="Random loss on the forward path, in percent.")
+@click.option("--bw", default="50mbit", show_default=True, metavar="RATE",
+              help="Bottleneck rate (e.g. 100mbit, 1gbit).")
+@click.option("--buffer", default="bdp", show_default=True, metavar="SIZE",
+              help="Bottleneck queue: packets (100), bytes (64kb) or bandwidth-delay "
+                   "products (bdp, 2bdp).")
+@click.option("--duration", "duration_s", default=20.0, show_default=True, type=float,
+              metavar="S", help="Length of the run (the paper's short runs: 20 s, long: 300 s).")
+@click.option("--flows", type=int, metavar="N",
+              help="Number of flows (default: 1, 2 for fairness and friendliness, or the "
+                   "length of the --cc list).")
+@click.option("--mode", default="single", show_default=True,
+              type=click.Choice(["single", "fairness", "friendliness"]),
+              help="fairness: N flows of one variant, the background flow first; "
+                   "friendliness: the variant against a Reno background flow.")
+@click.option("--start-gap", "start_gap_s", type=float, metavar="S",
+              help="Seconds between flow starts (default: 0 for single, else 2).")
+@click.option("--bw-schedule", metavar="T:RATE,...",
+              help="Bottleneck rate over time, e.g. 0:1gbit,60:500mbit,120:1gbit.")
+@click.option("--shaper", default="htb", show_default=True, type=click.Choice(["htb", "tbf"]),
+              help="Rate limiter of the bottleneck.")
+@click.option("--repeat", default=1, show_default=True, type=int, metavar="N",
+              help="Repetitions, each a run of its own.")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Seed of the run's port choice, recorded with the run.")
+@click.option("--backend", default="auto", show_default=True,
+              type=click.Choice(["auto", "netns", "vm"]),
+              help="netns: the host kernel; vm: a QEMU micro-VM; auto: netns when the host "
+                   "kernel has what the run needs.")
+@click.option("--kernel", metavar="stock|patched|PATH",
+              help="Kernel the vm backend boots: Debian's stock package (default), the one "
+                   "built from kernel-patches/, or a bzImage.")
+@click.option("--boot-timeout", default=180.0, show_default=True, type=float, metavar="S",
+              help="Give up on a micro-VM that has not booted by then.")
+@click.option("--out", "out_dir", default="runs", show_default=True,
+              type=click.Path(file_okay=False), help="Folder the run folders go into.")
+@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
+              type=click.Path(), help="DuckDB store to write into.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON (docs/run.md) instead of tables.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, bw_schedule,
+        shaper, repeat, seed, backend, kernel, boot_timeout, out_dir, db_path, as_json, quiet):
+    """Run iperf3 flows over an emulated dumbbell and summarise them.
+
+    Builds the topology of Callegari et al. (senders, a router with the
+    bottleneck queue, a router with netem delay and loss, receivers) in
+    network namespaces, on the host kernel or inside a QEMU micro-VM, runs
+    the flows, captures pcaps at the sender side and the bottleneck and the
+    tcp_probe events of the flows, keeps every artefact in a run folder and
+    loads it all into the DuckDB store. It ends with per-flow throughput
+    (iperf3 and pcap), retransmissions, RTT, cwnd and RTO events, Jain's
+    index and friendliness. Needs root.
+
+    \b
+    Examples:
+      tcpvar run --cc cubic --rtt 100
+      tcpvar run --cc reno --mode fairness --duration 60
+      tcpvar run --cc vegas --mode friendliness --json
+      tcpvar run --cc htcp --bw-schedule 0:100mbit,20:50mbit,40:100mbit --duration 60
+      tcpvar run --cc cubic --kernel patched --backend vm
+    """
+    from tcpvar.capture.params import make_params
+    from tcpvar.experiment import RunRequest, execute
+    from tcpvar.report import export, runs, terminal
+    from tcpvar.store import Store
+
+    params = make_params(cc=cc, rtt_ms=rtt_ms, loss_pct=loss_pct, bw=bw, buffer=buffer,
+                         duration_s=duration_s, flows=flows, mode=mode,
+                         start_gap_s=start_gap_s, schedule=bw_schedule, repeat=repeat,
+                         seed=seed, shaper=shaper)
+    with Store(db_path) as store:
+        with runs.LiveProgress(quiet=quiet) as progress:
+            outcome = execute(store, RunRequest(params, backend, kernel, out_dir,
+                                                boot_timeout), progress)
+    if as_json:
+        terminal.data(export.to_json({"backend": outcome.backend, "reason": outcome.reason,
+                                      "runs": outcome.summaries}))
+    else:
+        for s in outcome.summaries:
+            if terminal.stdout_is_terminal():
+                terminal.show(runs.run_table(s))
+            else:
+                terminal.data(runs.run_text(s))
+            terminal.data("\n".join(runs.summary_lines(s)) + "\n")
+    if outcome.interrupted:
+        terminal.error("interrupted; what was captured is kept and stored")
+        return ExitStatus.INTERRUPTED
+    failed = [s for s in outcome.summaries if s["status"] == "failed"]
+    if failed:
+        terminal.error(f"run {failed[0]['name']} failed: {failed[0]['error']}")
+        return ExitStatus.TESTBED
+    return ExitStatus.OK

@@ -1,0 +1,161 @@
+"""`tcpvar run` for people: the live display while flows run, and the
+end-of-run table with Jain's index and friendliness."""
+from __future__ import annotations
+
+import sys
+import time
+
+from rich import box
+from rich.table import Table
+
+from .tables import ms, si
+
+RUN_COLUMNS = ("flow", "cc", "role", "throughput iperf3", "throughput pcap", "rexmit pkts",
+               "RTT avg ms", "RTT min ms", "cwnd max", "RTO events")
+
+
+def _flow_row(f: dict) -> tuple:
+    return (str(f["flow"]), f["cc"], f["role"], si(f["throughput_bps"]["iperf3"], "bit/s"),
+            si(f["throughput_bps"]["pcap"], "bit/s"),
+            "-" if f["retransmitted_packets"] is None else str(f["retransmitted_packets"]),
+            ms(f["rtt_avg_ms"]), ms(f["rtt_min_ms"]),
+            "-" if f["cwnd_max"] is None else str(f["cwnd_max"]),
+            "-" if f["rto_events"] is None else f"{f['rto_events']} ({f['rto_events_source']})")
+
+
+def _title(s: dict) -> str:
+    p = s["params"] or {}
+    bw = si(p.get("bw_bps"), "bit/s")
+    title = (f"run {s['run_id']} ({s['name']}): {p.get('mode')} on {s['backend']}, "
+             f"kernel {s['kernel']}, RTT {p.get('rtt_ms'):g} ms, loss {p.get('loss_pct'):g}%, "
+             f"bottleneck {bw}, {p.get('duration_s'):g} s")
+    if s["status"] != "complete":
+        title += f" — {s['status'].upper()}"
+    return title
+
+
+def summary_lines(s: dict) -> list[str]:
+    """Jain's index, friendliness, the probe and anything that went wrong."""
+    lines = []
+    j = s.get("jain")
+    if j:
+        line = f"Jain's index: {_j(j['iperf3'])} (iperf3), {_j(j['pcap'])} (pcap)"
+        if j.get("intervals_mean") is not None:
+            line += (f"; per 1 s interval (pcap, {len(j['intervals'])} intervals with every "
+                     f"flow active): mean {_j(j['intervals_mean'])}, "
+                     f"min {_j(j['intervals_min'])}")
+        lines.append(line)
+    for fr in s.get("friendliness") or []:
+        parts = []
+        for source in ("iperf3", "pcap"):
+            v = fr[source]
+            if v and v["ratio"] is not None:
+                parts.append(f"{v['ratio']:.3f} ({v['percent_difference']:.1f}% difference, "
+                             f"{source})")
+        lines.append(f"friendliness of flow {fr['flow']} ({fr['cc']}) against flow "
+                     f"{fr['reference_flow']} ({fr['reference_cc']}): " + "; ".join(parts))
+    if s["probe_source"]:
+        lost = s["probe_lost"]
+        lines.append(f"tcp_probe ({s['probe_source']}): {s['probe_events']} events, "
+                     f"{lost} lost")
+    if s["error"]:
+        lines.append(f"note: {s['error']}")
+    lines.append(f"artefacts: {s['dir']}")
+    return lines
+
+
+def _j(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def run_table(s: dict) -> Table:
+    t = Table(title=_title(s), box=box.SIMPLE_HEAVY, title_justify="left")
+    for header in RUN_COLUMNS:
+        t.add_column(header, justify="left" if header in ("cc", "role") else "right")
+    for f in s["flows"]:
+        t.add_row(*_flow_row(f))
+    return t
+
+
+def run_text(s: dict) -> str:
+    """The same table as plain aligned text, for pipes and logs."""
+    rows = [RUN_COLUMNS] + [_flow_row(f) for f in s["flows"]]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(RUN_COLUMNS))]
+    out = [_title(s)]
+    for r in rows:
+        out.append("  ".join(c.rjust(w) if i not in (1, 2) else c.ljust(w)
+                             for i, (c, w) in enumerate(zip(r, widths))))
+    return "\n".join(out)
+
+
+class LiveProgress:
+    """The display while a run goes on: phase, elapsed / remaining, and per
+    flow the current throughput, cwnd and RTT. On a terminal it is a Rich
+    live table on stderr; otherwise one line per phase."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.live = None
+        self.phase = "starting"
+        self.sample: dict | None = None
+        self.t0 = time.monotonic()
+
+    def __enter__(self):
+        if self.tty and not self.quiet:
+            from rich.live import Live
+
+            from .terminal import err
+
+            self.live = Live(self._render(), console=err(), transient=True,
+                             refresh_per_second=4)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def __call__(self, msg: dict) -> None:
+        if msg.get("kind") == "done":
+            self._line(f"run finished: {msg['status']}"
+                       + (f" ({msg['error']})" if msg.get("error") else ""))
+            return
+        if msg.get("kind") == "ready":
+            self._line(f"micro-VM up: kernel {msg['kernel']}")
+            return
+        if "flows" in msg:
+            self.sample = msg
+        elif msg.get("phase") and msg["phase"] != self.phase:
+            self.phase = msg["phase"]
+            if msg["phase"] != "running":
+                self.sample = None
+            self._line(self.phase + (f" (repetition {msg['repetition']})"
+                                     if msg.get("repetition", 1) > 1 else ""))
+        if self.live is not None:
+            self.live.update(self._render())
+
+    def _line(self, text: str) -> None:
+        if self.quiet:
+            return
+        if self.live is not None:
+            self.live.console.print(f"[dim]{time.monotonic() - self.t0:6.1f} s[/dim] {text}")
+        else:
+            print(f"{time.monotonic() - self.t0:6.1f} s  {text}", file=sys.stderr, flush=True)
+
+    def _render(self):
+        s = self.sample
+        if not s:
+            from rich.text import Text
+
+            return Text(f"{self.phase} …")
+        left = max(0.0, s["total_s"] - s["elapsed_s"])
+        t = Table(title=f"running: {s['elapsed_s']:.0f} s of {s['total_s']:g} s, "
+                        f"{left:.0f} s left", box=box.SIMPLE, title_justify="left")
+        for h in ("flow", "cc", "throughput", "cwnd", "RTT ms"):
+            t.add_column(h, justify="left" if h == "cc" else "right")
+        for f in s["flows"]:
+            t.add_row(str(f["flow"]), f["cc"],
+                      si(f["bps"], "bit/s") if f["running"] else "not running",
+                      "-" if f["cwnd"] is None else f"{f['cwnd']:.0f}", ms(f["rtt_ms"]))
+        return t
