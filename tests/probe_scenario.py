@@ -1,0 +1,298 @@
+"""The probe scenario of the tests and the benchmark: iperf3 between network
+namespaces through a small HTB + bfifo bottleneck, recorded by the eBPF hook
+and the stock tracepoint at once, with `ss -tie` samples taken meanwhile and
+the path blackholed for a while to force timeouts. It runs on the host (the
+tests import it) and inside a virtme-ng guest (`python3 probe_scenario.py OUT`
+writes OUT/result.json), so both kernels are checked the same way.
+
+Namespaces are named tcpvar-<unique>-{s,r,d}: sender, router, receiver.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+PORT = 5201
+SND_ADDR, RCV_ADDR = "198.18.1.1", "198.18.2.2"
+
+
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    res = subprocess.run(list(args), capture_output=True, text=True)
+    if check and res.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {res.stderr.strip()}")
+    return res
+
+
+class Dumbbell:
+    """sender (s) -- router (r) -- receiver (d), veth pairs; a bottleneck on
+    the router's egress towards the receiver when `rate` is given."""
+
+    def __init__(self, rate: str | None = "20mbit", limit_bytes: int = 30000):
+        tag = uuid.uuid4().hex[:8]
+        self.s, self.r, self.d = (f"tcpvar-{tag}-{x}" for x in "srd")
+        self.rate, self.limit = rate, limit_bytes
+
+    def ns(self, name: str, *args: str) -> list[str]:
+        return ["ip", "netns", "exec", name, *args]
+
+    def __enter__(self):
+        try:
+            for n in (self.s, self.r, self.d):
+                sh("ip", "netns", "add", n)
+                sh("ip", "-n", n, "link", "set", "lo", "up")
+            sh("ip", "link", "add", "s0", "netns", self.s, "type", "veth",
+               "peer", "name", "r0", "netns", self.r)
+            sh("ip", "link", "add", "r1", "netns", self.r, "type", "veth",
+               "peer", "name", "d0", "netns", self.d)
+            for n, dev, addr in ((self.s, "s0", SND_ADDR + "/24"), (self.r, "r0", "198.18.1.2/24"),
+                                 (self.r, "r1", "198.18.2.1/24"), (self.d, "d0", RCV_ADDR + "/24")):
+                sh("ip", "-n", n, "addr", "add", addr, "dev", dev)
+                sh("ip", "-n", n, "link", "set", dev, "up")
+            sh("ip", "-n", self.s, "route", "add", "default", "via", "198.18.1.2")
+            sh("ip", "-n", self.d, "route", "add", "default", "via", "198.18.2.1")
+            sh(*self.ns(self.r, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"))
+            for n, dev in ((self.s, "s0"), (self.r, "r0"), (self.r, "r1"), (self.d, "d0")):
+                # real segments, as a NIC would put them on the wire
+                sh("ip", "netns", "exec", n, "ethtool", "-K", dev, "tso", "off", "gso", "off",
+                   "gro", "off", check=False)
+            if self.rate:
+                sh("tc", "-n", self.r, "qdisc", "add", "dev", "r1", "root", "handle", "1:",
+                   "htb", "default", "1")
+                sh("tc", "-n", self.r, "class", "add", "dev", "r1", "parent", "1:", "classid",
+                   "1:1", "htb", "rate", self.rate, "ceil", self.rate)
+                sh("tc", "-n", self.r, "qdisc", "add", "dev", "r1", "parent", "1:1", "handle",
+                   "10:", "bfifo", "limit", str(self.limit))
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def blackhole(self, on: bool) -> None:
+        """Drop everything the router would forward to the receiver."""
+        sh("ip", "-n", self.r, "route", "add" if on else "del", "blackhole", RCV_ADDR + "/32")
+
+    def __exit__(self, *exc):
+        for n in (self.s, self.r, self.d):
+            sh("ip", "netns", "del", n, check=False)
+
+
+@contextlib.contextmanager
+def iperf_server(net: Dumbbell, port: int = PORT):
+    srv = subprocess.Popen(net.ns(net.d, "iperf3", "-s", "-p", str(port), "-1"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if sh(*net.ns(net.d, "ss", "-Htln", f"sport = :{port}")).stdout.strip():
+                break
+            time.sleep(0.05)
+        yield srv
+    finally:
+        if srv.poll() is None:
+            srv.terminate()
+        try:
+            srv.wait(5)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+
+
+def iperf_client(net: Dumbbell, seconds: float, cc: str = "cubic", port: int = PORT,
+                 parallel: int = 1) -> subprocess.Popen:
+    return subprocess.Popen(net.ns(net.s, "iperf3", "-c", RCV_ADDR, "-p", str(port), "-t",
+                                   str(seconds), "-C", cc, "-P", str(parallel), "-J"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+SS_RE = {k: re.compile(p) for k, p in {
+    "cookie": r"\bsk:([0-9a-f]+)", "rto_ms": r"\brto:([\d.]+)",
+    "rtt": r"\brtt:([\d.]+)/([\d.]+)", "cwnd": r"\bcwnd:(\d+)"}.items()}
+
+
+def ss_sample(net: Dumbbell, port: int = PORT) -> list[dict]:
+    """`ss -tie` of the sender's sockets to the port, bracketed by the times."""
+    t0 = time.time_ns()
+    out = sh(*net.ns(net.s, "ss", "-Htie", "state", "established",
+                     f"dport = :{port}")).stdout
+    t1 = time.time_ns()
+    rows = []
+    for line in out.replace("\n\t", " ").splitlines():
+        m = {k: r.search(line) for k, r in SS_RE.items()}
+        if not (m["cookie"] and m["rto_ms"] and m["rtt"]):
+            continue
+        rows.append({"t0": t0, "t1": t1, "cookie": int(m["cookie"].group(1), 16),
+                     "rto_us": round(float(m["rto_ms"].group(1)) * 1000),
+                     "srtt_us": round(float(m["rtt"].group(1)) * 1000),
+                     "rttvar_us": round(float(m["rtt"].group(2)) * 1000),
+                     "cwnd": int(m["cwnd"].group(1)) if m["cwnd"] else None})
+    return rows
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _num(v: str):
+    return int(v) if v not in ("", None) else None
+
+
+def by_cookie(rows: list[dict]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for r in rows:
+        out.setdefault(int(r["cookie"]), []).append(r)
+    for evs in out.values():
+        evs.sort(key=lambda r: int(r["ts_ns"]))
+    return out
+
+
+def compare_sources(hook: list[dict], stock: list[dict], window_ns: int = 200_000) -> dict:
+    """Pair the hook's events with the tracepoint's (same socket, same sequence
+    numbers and payload, times within `window_ns`) walking both in time order;
+    then compare the stock fields of every pair."""
+    h, s = by_cookie(hook), by_cookie(stock)
+    same = ("snd_nxt", "snd_una", "data_len")
+    fields = ("snd_cwnd", "ssthresh", "srtt_us", "snd_wnd", "rcv_wnd", "sport", "dport",
+              "saddr", "daddr")
+    res = {"cookies_hook": len(h), "cookies_stock": len(s), "paired": 0, "mismatched": 0,
+           "hook_only": 0, "stock_only": 0, "max_dt_us": 0.0, "examples": []}
+    for cookie in sorted(set(h) | set(s)):
+        a, b = h.get(cookie, []), s.get(cookie, [])
+        i = j = 0
+        while i < len(a) and j < len(b):
+            x, y = a[i], b[j]
+            dt = int(x["ts_ns"]) - int(y["ts_ns"])
+            if abs(dt) <= window_ns and all(x[f] == y[f] for f in same):
+                res["paired"] += 1
+                res["max_dt_us"] = max(res["max_dt_us"], abs(dt) / 1e3)
+                bad = [f for f in fields if x[f] != y[f]]
+                if bad:
+                    res["mismatched"] += 1
+                    if len(res["examples"]) < 5:
+                        res["examples"].append({f: [x[f], y[f]] for f in bad})
+                i += 1
+                j += 1
+            elif dt < 0:
+                res["hook_only"] += 1
+                i += 1
+            else:
+                res["stock_only"] += 1
+                j += 1
+        res["hook_only"] += len(a) - i
+        res["stock_only"] += len(b) - j
+    return res
+
+
+def compare_ss(hook: list[dict], samples: list[dict]) -> dict:
+    """Each `ss` reading against the hook's events of that socket around it:
+    the value ss read must lie within what the events of that moment show."""
+    h = by_cookie(hook)
+    res = {"samples": 0, "rto_ok": 0, "rttvar_ok": 0, "srtt_ok": 0, "examples": []}
+    for smp in samples:
+        evs = [e for e in h.get(smp["cookie"], [])
+               if smp["t0"] - 5_000_000 <= int(e["ts_ns"]) <= smp["t1"] + 50_000_000]
+        if len(evs) < 2:
+            continue
+        res["samples"] += 1
+        for key, tol in (("rto_us", 0), ("rttvar_us", 1), ("srtt_us", 1)):
+            vals = [int(e[key]) for e in evs]
+            ok = min(vals) - tol <= smp[key] <= max(vals) + tol
+            res[key.replace("_us", "_ok")] += ok
+            if not ok and len(res["examples"]) < 5:
+                res["examples"].append({"field": key, "ss": smp[key],
+                                        "events": [min(vals), max(vals)]})
+    return res
+
+
+def loss_episodes(hook: list[dict], cookie: int) -> dict:
+    evs = by_cookie(hook).get(cookie, [])
+    loss = [e for e in evs if e["ca_state"] == "4"]
+    return {"events": len(evs), "loss_events": len(loss),
+            "max_backoff": max((int(e["backoff"]) for e in evs), default=0),
+            "max_retransmits": max((int(e["retransmits"]) for e in evs), default=0),
+            "total_retrans": max((int(e["total_retrans"]) for e in evs), default=0),
+            "rto_max_us": max((int(e["rto_us"]) for e in evs), default=0)}
+
+
+def run(out: Path, seconds: float = 8, blackhole_at: float = 4.5,
+        blackhole_s: float = 1.5) -> dict:
+    """The whole scenario; returns (and writes to out/result.json) its findings."""
+    from tcpvar.capture import probe
+
+    out.mkdir(parents=True, exist_ok=True)
+    result: dict = {"kernel": os.uname().release}
+    samples: list[dict] = []
+    with Dumbbell() as net, iperf_server(net):
+        hook = probe.open_probe(out / "bpf", [PORT], prefer="bpf")
+        stock = probe.open_probe(out / "tracefs", [PORT], prefer="tracefs")
+        result["reason"] = hook.reason
+        with hook, stock:
+            client = iperf_client(net, seconds)
+            t_start = time.monotonic()
+            stop = threading.Event()
+
+            def sampler():
+                while not stop.is_set():
+                    # not while the path is cut: timers move the state then
+                    t = time.monotonic() - t_start
+                    if 0.5 < t < blackhole_at - 0.3 or t > blackhole_at + blackhole_s + 1.5:
+                        samples.extend(ss_sample(net))
+                    stop.wait(0.25)
+
+            th = threading.Thread(target=sampler)
+            th.start()
+            try:
+                time.sleep(max(0.0, blackhole_at - (time.monotonic() - t_start)))
+                net.blackhole(True)
+                time.sleep(blackhole_s)
+                net.blackhole(False)
+                cl_out, cl_err = client.communicate(timeout=seconds + 60)
+            finally:
+                stop.set()
+                th.join()
+                if client.poll() is None:
+                    client.kill()
+                    client.wait()
+        hstats, sstats = hook.stop(), stock.stop()
+    result["hook"] = {"events": hstats.events, "lost": hstats.lost, **hstats.detail}
+    result["stock"] = {"events": sstats.events, "lost": sstats.lost}
+    try:
+        iperf = json.loads(cl_out)
+        result["iperf_bps"] = iperf["end"]["sum_sent"]["bits_per_second"]
+        result["iperf_retransmits"] = iperf["end"]["sum_sent"].get("retransmits")
+    except (ValueError, KeyError):
+        result["iperf_error"] = (cl_err or cl_out)[-300:]
+    hook_rows = read_csv(out / "bpf" / probe.CSV_NAME)
+    stock_rows = read_csv(out / "tracefs" / probe.CSV_NAME)
+    result["same_events"] = compare_sources(hook_rows, stock_rows)
+    result["ss"] = compare_ss(hook_rows, samples)
+    # the data connection: the sender's socket with the most events
+    senders = [r for r in hook_rows if r["daddr"] == RCV_ADDR and r["dport"] == str(PORT)]
+    counts: dict[int, int] = {}
+    for r in senders:
+        counts[int(r["cookie"])] = counts.get(int(r["cookie"]), 0) + 1
+    data_cookie = max(counts, key=counts.get) if counts else 0
+    result["data_cookie"] = data_cookie
+    result["data_flow"] = {"saddr": SND_ADDR,
+                           "sport": int(next((r["sport"] for r in senders
+                                              if int(r["cookie"]) == data_cookie), 0)),
+                           "daddr": RCV_ADDR, "dport": PORT}
+    result["loss"] = loss_episodes(hook_rows, data_cookie)
+    result["units"] = {"rto_us_multiple_of_1000": all(int(r["rto_us"]) % 1000 == 0
+                                                      for r in hook_rows),
+                       "rto_min_us": min((int(r["rto_us"]) for r in hook_rows), default=0)}
+    (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    res = run(Path(sys.argv[1]))
+    print(json.dumps(res))
