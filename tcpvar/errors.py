@@ -14,9 +14,9 @@ class ExitStatus(IntEnum):
     NO_TCP = 4          # the input was read but holds no TCP connection
     STORE = 5           # the DuckDB store cannot be opened or queried
     INSTALL = 6         # a file tcpvar installs cannot be written where it belongs
-    PROBE = 7           # tcp_probe events cannot be recorded as asked (tracefs, BPF, root)
     TESTBED = 7         # the emulated testbed cannot be set up or run here
     VM = 8              # the micro-VM cannot be prepared or does not boot
+    PROBE = 9           # tcp_probe events cannot be recorded as asked (tracefs, BPF, root)
     INTERRUPTED = 130   # Ctrl-C
 
 
