@@ -2,7 +2,6 @@
 what the run needs (netem for delay or loss, the variants), else `vm`."""
 from __future__ import annotations
 
-import os
 import platform
 import subprocess
 from functools import cache
@@ -10,6 +9,7 @@ from pathlib import Path
 
 from tcpvar.errors import TestbedError, UsageError
 
+from .netns import need_root, need_tools
 from .params import RunParams
 from .topology import new_tag
 
@@ -56,9 +56,8 @@ def choose(requested: str, params: RunParams, kernel: str | None) -> tuple[str, 
     """(backend, why) for --backend, or UsageError when the choice cannot serve."""
     if requested not in BACKENDS:
         raise UsageError(f"unknown backend {requested!r} (one of {', '.join(BACKENDS)})")
-    if os.geteuid() != 0:
-        raise TestbedError("tcpvar run needs root (network namespaces and qdiscs): "
-                           "run it with sudo")
+    need_root()
+    need_tools("ip", "tc", "ethtool", "iperf3", "tcpdump", "ss", "sysctl")
     if kernel is not None:
         if requested == "netns":
             raise UsageError("--kernel chooses the micro-VM's kernel: use --backend vm or auto")

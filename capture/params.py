@@ -65,7 +65,7 @@ class Buffer:
 
 
 def parse_buffer(text: str, rate_bps: float, rtt_ms: float) -> Buffer:
-    """'100' / '100p' packets, '64kb' / '150000b' bytes, 'bdp' / '0.5bdp' bandwidth-delay products."""
+    """'100' or '100p' packets, '64kb' bytes, 'bdp' or '0.5bdp' bandwidth-delay products."""
     t = text.strip().lower()
     m = re.fullmatch(r"([0-9]*\.?[0-9]+)?\s*bdp", t)
     if m:

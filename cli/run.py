@@ -77,16 +77,14 @@ def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, 
     from tcpvar.capture.params import make_params
     from tcpvar.experiment import RunRequest, execute
     from tcpvar.report import export, runs, terminal
-    from tcpvar.store import Store
 
     params = make_params(cc=cc, rtt_ms=rtt_ms, loss_pct=loss_pct, bw=bw, buffer=buffer,
                          duration_s=duration_s, flows=flows, mode=mode,
                          start_gap_s=start_gap_s, schedule=bw_schedule, repeat=repeat,
                          seed=seed, shaper=shaper)
-    with Store(db_path) as store:
-        with runs.LiveProgress(quiet=quiet) as progress:
-            outcome = execute(store, RunRequest(params, backend, kernel, out_dir,
-                                                boot_timeout), progress)
+    with runs.LiveProgress(quiet=quiet) as progress:
+        outcome = execute(db_path, RunRequest(params, backend, kernel, out_dir, boot_timeout),
+                          progress)
     if as_json:
         terminal.data(export.to_json({"backend": outcome.backend, "reason": outcome.reason,
                                       "runs": outcome.summaries}))

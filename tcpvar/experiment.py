@@ -14,6 +14,7 @@ from tcpvar.capture.runner import Experiment
 from tcpvar.capture.topology import new_tag
 from tcpvar.errors import UsageError
 from tcpvar.ingest.run import load_run, read_manifest
+from tcpvar.store import Store
 
 
 @dataclass
@@ -39,7 +40,9 @@ def folder_name(params: RunParams, tag: str, repetition: int) -> str:
     return f"{stamp}-{params.mode}-{ccs}-{tag}-r{repetition}"
 
 
-def execute(store, req: RunRequest, progress) -> RunOutcome:
+def execute(db_path: str, req: RunRequest, progress) -> RunOutcome:
+    """Check, run, store. The store is opened once the run can go ahead, and
+    stays closed while the flows run (a user may query it meanwhile)."""
     params = req.params
     backend, reason = backends.choose(req.backend, params, req.kernel)
     progress({"phase": f"backend {backend}: {reason}"})
@@ -57,14 +60,15 @@ def execute(store, req: RunRequest, progress) -> RunOutcome:
     except KeyboardInterrupt:
         interrupted = True
     summaries = []
-    for run in runs:
-        run_dir = Path(run["dir"])
-        if not (run_dir / "manifest.json").exists():
-            continue
-        interrupted |= read_manifest(run_dir).get("status") == "interrupted"
-        progress({"phase": f"loading {run_dir.name} into the store"})
-        run_id = load_run(store, run_dir)
-        summaries.append(run_summary(store.con, run_id))
+    with Store(db_path) as store:
+        for run in runs:
+            run_dir = Path(run["dir"])
+            if not (run_dir / "manifest.json").exists():
+                continue
+            interrupted |= read_manifest(run_dir).get("status") == "interrupted"
+            progress({"phase": f"loading {run_dir.name} into the store"})
+            run_id = load_run(store, run_dir)
+            summaries.append(run_summary(store.con, run_id))
     return RunOutcome(backend, reason, summaries, interrupted)
 
 
@@ -86,7 +90,8 @@ def _in_vm(req: RunRequest, runs: list[dict], out_dir: Path, tag: str, progress)
     missing = [c for c in req.params.needed_ccs() if offered is not None and c not in offered]
     if missing:
         raise UsageError(f"unknown congestion control {missing[0]!r}: the {kernel.kind} "
-                         f"kernel offers {', '.join(sorted(offered))}")
+                         f"kernel offers {', '.join(sorted(offered))} (for another, boot a "
+                         f"kernel that has it with --kernel PATH)")
     try:
         from tcpvar.capture import probe
     except ImportError:

@@ -1,0 +1,170 @@
+"""`tcpvar run` on the host kernel (netns backend): real namespaces, real
+iperf3 flows through an HTB bottleneck, real tcpdump captures and tcp_probe
+events. The host has no netem, so these runs have no added delay."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from run_helpers import ARTEFACTS, assert_nothing_left, close, namespaces, tcpvar_run
+
+BW = 20e6
+
+
+@pytest.fixture(scope="module")
+def two_flows(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("netns")
+    rc, doc, err = tcpvar_run(tmp, "--backend", "netns", "--cc", "reno,cubic", "--rtt", 0,
+                              "--bw", "20mbit", "--buffer", 60, "--duration", 6)
+    assert rc == 0, err
+    return tmp, doc
+
+
+def test_json_contract(two_flows):
+    _, doc = two_flows
+    assert doc["backend"] == "netns"
+    (run,) = doc["runs"]
+    for key in ("run_id", "backend", "kernel", "params", "flows", "jain"):
+        assert key in run
+    assert run["status"] == "complete"
+    assert [f["cc"] for f in run["flows"]] == ["reno", "cubic"]
+    for f in run["flows"]:
+        for key in ("cc", "throughput_bps", "retransmitted_packets", "rtt_avg_ms",
+                    "rtt_min_ms", "cwnd_max", "rto_events"):
+            assert key in f
+    for name in ARTEFACTS:
+        assert (Path(run["dir"]) / name).stat().st_size > 0, name
+
+
+def test_iperf3_and_pcap_agree(two_flows):
+    _, doc = two_flows
+    (run,) = doc["runs"]
+    for f in run["flows"]:
+        tp = f["throughput_bps"]
+        assert close(tp["iperf3"], tp["pcap"], 0.05), tp
+        # the sender-side capture sees every retransmission the sender's TCP_INFO counts
+        assert f["retransmitted_packets"] == f["retransmits_iperf3"]
+    assert close(run["jain"]["iperf3"], run["jain"]["pcap"], 0.02)
+
+
+def test_throughput_respects_the_bottleneck(two_flows):
+    _, doc = two_flows
+    (run,) = doc["runs"]
+    total = sum(f["throughput_bps"]["pcap"] for f in run["flows"])
+    assert 0.6 * BW < total < 1.05 * BW
+
+
+def test_probe_events_of_the_flows(two_flows):
+    tmp, doc = two_flows
+    (run,) = doc["runs"]
+    assert run["probe_events"] > 0 and run["probe_lost"] == 0
+    con = duckdb.connect(str(tmp / "t.duckdb"), read_only=True)
+    rows = con.execute("SELECT flow, count(*), max(snd_cwnd) FROM probe_events "
+                       "WHERE run_id = ? AND flow IS NOT NULL GROUP BY flow ORDER BY flow",
+                       [run["run_id"]]).fetchall()
+    assert [r[0] for r in rows] == [1, 2]
+    for f, (_, _, cwnd_max) in zip(run["flows"], rows):
+        assert f["cwnd_max"] == cwnd_max > 0
+
+
+def test_store_has_the_run(two_flows):
+    tmp, doc = two_flows
+    (run,) = doc["runs"]
+    con = duckdb.connect(str(tmp / "t.duckdb"), read_only=True)
+    intervals = con.execute("SELECT flow, count(*), sum(bytes) FROM iperf_intervals "
+                            "WHERE run_id = ? GROUP BY flow ORDER BY flow",
+                            [run["run_id"]]).fetchall()
+    assert [n for _, n, _ in intervals] == [6, 6]
+    sent = con.execute("SELECT bytes_sent FROM flows WHERE run_id = ? ORDER BY flow",
+                       [run["run_id"]]).fetchall()
+    assert [b for _, _, b in intervals] == [b for (b,) in sent]
+
+
+def test_nothing_left_behind(two_flows):
+    _, doc = two_flows
+    assert_nothing_left(doc["runs"][0])
+
+
+def test_bandwidth_schedule_shows_in_the_series(tmp_path):
+    rc, doc, err = tcpvar_run(tmp_path, "--backend", "netns", "--cc", "cubic", "--rtt", 0,
+                              "--buffer", 60, "--bw-schedule", "0:40mbit,4:8mbit",
+                              "--duration", 8)
+    assert rc == 0, err
+    (run,) = doc["runs"]
+    con = duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
+    series = dict(con.execute(
+        "SELECT t.t_s, t.goodput_bps FROM throughput t JOIN flows f "
+        "ON t.capture_id = ? AND t.conn = f.conn AND f.run_id = ? WHERE t.dir = 0",
+        [run["sender_capture"], run["run_id"]]).fetchall())
+    before = [v for t, v in series.items() if 1 <= t < 4]
+    after = [v for t, v in series.items() if 5 <= t < 8]
+    assert max(before) <= 40e6 * 1.05 and max(after) <= 8e6 * 1.1
+    assert sum(before) / len(before) > 3 * sum(after) / len(after)
+    applied = json.loads((Path(run["dir"]) / "manifest.json").read_text())["schedule_applied"]
+    assert [s["bw_bps"] for s in applied] == [8e6]
+
+
+def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tcpvar.cli", "run", "--backend", "netns", "--rtt", "0",
+         "--buffer", "60", "--duration", "60", "--out", str(tmp_path / "runs"), "--db",
+         str(tmp_path / "t.duckdb"), "--json", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run_dirs = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not run_dirs:
+        run_dirs = [d for d in (tmp_path / "runs").glob("*")
+                    if (d / "progress.jsonl").exists() and (d / "progress.jsonl").stat().st_size]
+        time.sleep(0.2)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("tcpvar: error: interrupted")
+    (run,) = json.loads(out)["runs"]
+    assert run["status"] == "interrupted"
+    assert run["flows"][0]["throughput_bps"]["pcap"] > 0
+    assert run["sender_capture"] is not None
+    assert_nothing_left(run)
+
+
+@pytest.mark.parametrize("args, status, words", [
+    (["--cc", "nosuchcc", "--rtt", "0", "--backend", "netns"], 7, "lacks nosuchcc"),
+    (["--rtt", "-1"], 2, "RTT -1 ms"),
+    (["--rtt", "100000"], 2, "outside"),
+    (["--loss", "101"], 2, "loss 101%"),
+    (["--bw", "fast"], 2, "cannot read rate"),
+    (["--bw-schedule", "0:1gbit,5"], 2, "schedule step"),
+    (["--buffer", "-3"], 2, "cannot read buffer"),
+    (["--mode", "friendliness", "--flows", "1"], 2, "at least 2 flows"),
+    (["--backend", "netns", "--rtt", "50"], 7, "no netem"),
+    (["--kernel", "/no/such/bzImage"], 8, "no such kernel image"),
+])
+def test_bad_input_one_line(tmp_path, args, status, words):
+    before = namespaces()
+    rc, doc, err = tcpvar_run(tmp_path, *args)
+    assert rc == status, err
+    assert len(err.strip().splitlines()) == 1 and words in err
+    assert "Traceback" not in err
+    assert namespaces() - before == set()
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_not_root_is_refused(tmp_path):
+    """Everything imported first, then privileges dropped, as for a user."""
+    code = ("import difflib, os, sys\n"
+            "import tcpvar.cli.main as m, tcpvar.cli.run, tcpvar.capture.params, "
+            "tcpvar.experiment, tcpvar.report.runs, tcpvar.report.export\n"
+            "os.setgid(65534); os.setuid(65534)\n"
+            f"sys.exit(m.main(['run', '-q', '--out', '{tmp_path}/r', "
+            f"'--db', '{tmp_path}/t.duckdb']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 7, proc.stderr
+    assert "needs root" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
