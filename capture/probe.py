@@ -299,8 +299,9 @@ class TracefsRecorder(Recorder):
             (ev / "filter").write_text(_port_filter(self.ports, self.cookie))
             self.offset_ns = mono_to_realtime_ns()
             with open(self.raw_path, "wb") as raw:
+                # its own session: a Ctrl-C meant for tcpvar must not stop it early
                 self.cat = subprocess.Popen(["cat", str(inst / "trace_pipe")], stdout=raw,
-                                            stdin=subprocess.DEVNULL)
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
             (ev / "enable").write_text("1")
             (inst / "tracing_on").write_text("1")
             self.started_ns = time.time_ns()
@@ -471,7 +472,8 @@ class BpfRecorder(Recorder):
         try:
             self.proc = subprocess.Popen(self.argv("--output", str(self.csv_path)),
                                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.PIPE, text=True)
+                                         stderr=subprocess.PIPE, text=True,
+                                         start_new_session=True)
         except OSError as exc:
             raise ProbeError(f"cannot run the eBPF hook {self.tool}: {exc.strerror}") from None
         ready = threading.Event()

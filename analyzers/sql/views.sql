@@ -103,3 +103,85 @@ ASOF LEFT JOIN (SELECT capture_id, conn, dir, frame, win FROM packets
      ON r.capture_id = p.capture_id AND r.conn = p.conn AND r.dir = 1 - p.dir
         AND r.frame < p.frame
 WHERE p.ngwa_window IS NOT NULL;
+
+-- tcp_probe events (probe_events) on the run's time axis, with the RTO
+-- timeline's marks: entering the Loss state, the backoff growing, and the
+-- retransmissions counted since the socket's previous event. Units: ms for
+-- the timers. The extended columns are NULL for the stock tracepoint.
+CREATE OR REPLACE VIEW probe_timeline AS
+WITH e AS (
+    SELECT p.*,
+           lag(p.ca_state) OVER w AS prev_ca_state,
+           lag(p.backoff) OVER w AS prev_backoff,
+           lag(p.total_retrans) OVER w AS prev_total_retrans,
+           lag(p.ts_ns) OVER w AS prev_ns,
+           min(p.ts_ns) OVER (PARTITION BY p.run_id) AS first_ns
+    FROM probe_events p
+    WINDOW w AS (PARTITION BY p.run_id, p.cookie ORDER BY p.ts_ns)
+)
+SELECT e.run_id, e.flow, e.cookie, e.saddr, e.sport, e.daddr, e.dport,
+       e.ts_ns, (e.ts_ns - coalesce(r.started_ns, e.first_ns)) / 1e9 AS t_s,
+       e.snd_cwnd, e.ssthresh,
+       e.srtt_us / 1e3 AS srtt_ms, e.rttvar_us / 1e3 AS rttvar_ms, e.rto_us / 1e3 AS rto_ms,
+       e.packets_out, e.retrans_out, e.lost_out, e.sacked_out,
+       e.ca_state,
+       CASE e.ca_state WHEN 0 THEN 'Open' WHEN 1 THEN 'Disorder' WHEN 2 THEN 'CWR'
+                       WHEN 3 THEN 'Recovery' WHEN 4 THEN 'Loss' END AS ca_state_name,
+       e.retransmits, e.backoff, e.total_retrans, e.delivered, e.pacing_rate,
+       e.ca_state = 4 AND e.prev_ca_state IS DISTINCT FROM 4 AS enters_loss,
+       e.backoff > coalesce(e.prev_backoff, 0) AS backoff_grew,
+       e.total_retrans - e.prev_total_retrans AS new_retrans,
+       (e.ts_ns - e.prev_ns) / 1e6 AS gap_ms
+FROM e LEFT JOIN runs r USING (run_id);
+
+-- Retransmission timeouts seen by the probe: one row per stay in the Loss
+-- state (from the first event in Loss to the first event out of it), with
+-- how far the timer backed off and the retransmissions of the episode.
+CREATE OR REPLACE VIEW probe_timeouts AS
+WITH t AS (
+    SELECT *, sum(enters_loss::INTEGER) OVER (PARTITION BY run_id, cookie ORDER BY ts_ns
+                                             ROWS UNBOUNDED PRECEDING) AS episode,
+           lag(total_retrans) OVER (PARTITION BY run_id, cookie ORDER BY ts_ns)
+               AS before_retrans
+    FROM probe_timeline
+), ep AS (
+    SELECT run_id, cookie, episode,
+           arg_min(flow, ts_ns) FILTER (WHERE ca_state = 4) AS flow,
+           min(ts_ns) FILTER (WHERE ca_state = 4) AS ts_ns,
+           arg_min(t_s, ts_ns) FILTER (WHERE ca_state = 4) AS t_s,
+           arg_min(gap_ms, ts_ns) FILTER (WHERE ca_state = 4) AS silence_ms,
+           min(ts_ns) FILTER (WHERE ca_state <> 4) AS end_ns,
+           arg_min(before_retrans, ts_ns) FILTER (WHERE ca_state = 4) AS retrans_before,
+           arg_min(total_retrans, ts_ns) FILTER (WHERE ca_state <> 4) AS retrans_after,
+           max(total_retrans) FILTER (WHERE ca_state = 4) AS retrans_last,
+           max(retransmits) FILTER (WHERE ca_state = 4) AS timeouts,
+           max(backoff) FILTER (WHERE ca_state = 4) AS max_backoff,
+           arg_min(rto_ms, ts_ns) FILTER (WHERE ca_state = 4) AS rto_ms,
+           max(rto_ms) FILTER (WHERE ca_state = 4) AS rto_max_ms,
+           arg_min(snd_cwnd, ts_ns) FILTER (WHERE ca_state = 4) AS snd_cwnd,
+           arg_min(ssthresh, ts_ns) FILTER (WHERE ca_state = 4) AS ssthresh
+    FROM t WHERE episode > 0 GROUP BY run_id, cookie, episode
+)
+SELECT run_id, flow, cookie, episode, ts_ns, t_s, silence_ms, end_ns,
+       (end_ns - ts_ns) / 1e6 AS loss_ms,
+       timeouts, max_backoff, rto_ms, rto_max_ms, snd_cwnd, ssthresh,
+       coalesce(retrans_after, retrans_last) - retrans_before AS retransmissions
+FROM ep WHERE ts_ns IS NOT NULL;
+
+-- Per run and socket: the RTO and cwnd statistics of its probe events.
+CREATE OR REPLACE VIEW probe_rto_stats AS
+SELECT t.run_id, any_value(t.flow) AS flow, t.cookie,
+       any_value(t.saddr) AS saddr, any_value(t.sport) AS sport,
+       any_value(t.daddr) AS daddr, any_value(t.dport) AS dport,
+       count(*) AS events, min(t.t_s) AS first_s, max(t.t_s) AS last_s,
+       min(t.snd_cwnd) AS cwnd_min, avg(t.snd_cwnd) AS cwnd_avg, max(t.snd_cwnd) AS cwnd_max,
+       avg(t.srtt_ms) AS srtt_avg_ms, max(t.srtt_ms) AS srtt_max_ms,
+       avg(t.rttvar_ms) AS rttvar_avg_ms,
+       min(t.rto_ms) AS rto_min_ms, avg(t.rto_ms) AS rto_avg_ms, max(t.rto_ms) AS rto_max_ms,
+       count(*) FILTER (WHERE t.enters_loss) AS timeouts,
+       max(t.backoff) AS max_backoff,
+       max(t.total_retrans) - min(t.total_retrans) AS retransmissions,
+       count(*) FILTER (WHERE t.ca_state = 3) AS recovery_events,
+       count(*) FILTER (WHERE t.ca_state = 4) AS loss_events
+FROM probe_timeline t
+GROUP BY t.run_id, t.cookie;

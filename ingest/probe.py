@@ -1,0 +1,85 @@
+"""tcp_probe.csv (docs/probe.md) -> the probe_events table, in one DuckDB
+scan of the file, each event given the run's flow whose sender socket it
+belongs to (same 4-tuple, either orientation)."""
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import duckdb
+
+from tcpvar.errors import InputError
+
+# the artefact's columns and their types in probe_events
+CSV_TYPES = {
+    "ts_ns": "BIGINT", "cookie": "UBIGINT", "saddr": "VARCHAR", "sport": "USMALLINT",
+    "daddr": "VARCHAR", "dport": "USMALLINT", "data_len": "UINTEGER", "snd_nxt": "UINTEGER",
+    "snd_una": "UINTEGER", "snd_cwnd": "UINTEGER", "ssthresh": "UINTEGER",
+    "snd_wnd": "UINTEGER", "rcv_wnd": "UINTEGER", "srtt_us": "UINTEGER",
+    "rttvar_us": "UINTEGER", "rto_us": "UINTEGER", "packets_out": "UINTEGER",
+    "retrans_out": "UINTEGER", "lost_out": "UINTEGER", "sacked_out": "UINTEGER",
+    "ca_state": "UTINYINT", "retransmits": "UTINYINT", "backoff": "UTINYINT",
+    "delivered": "UINTEGER", "total_retrans": "UINTEGER", "pacing_rate": "UBIGINT",
+    "wbrto_max_cwnd": "UINTEGER", "wbrto_awnd": "UINTEGER", "wbrto_c10": "UINTEGER",
+    "wbrto_a10": "UINTEGER", "ngwa_window": "UINTEGER",
+}
+
+
+def _addr(text: str) -> str:
+    """As the artefact writes addresses: IPv4 (also IPv4-mapped IPv6) dotted."""
+    try:
+        a = ipaddress.ip_address(str(text).strip("[]"))
+    except ValueError:
+        return str(text)
+    if a.version == 6 and a.ipv4_mapped:
+        return str(a.ipv4_mapped)
+    return str(a)
+
+
+def _header(path: Path) -> list[str]:
+    try:
+        with open(path) as f:
+            return f.readline().strip().split(",")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such probe record") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+
+
+def load_probe(target, run_id: int, csv_path: str | Path, flows=()) -> int:
+    """Append the events of csv_path to probe_events under run_id; `flows` is
+    a list of (flow, saddr, sport, daddr, dport) of the runs' sender sockets.
+    `target` is a Store or a DuckDB connection. Returns the rows loaded."""
+    con = getattr(target, "con", target)
+    path = Path(csv_path)
+    header = _header(path)
+    if header != list(CSV_TYPES):
+        raise InputError(f"{path}: not a tcp_probe record (its header is not the one of "
+                         f"docs/probe.md)")
+    pairs = {}
+    for flow, saddr, sport, daddr, dport in flows:
+        a, b = (_addr(saddr), int(sport)), (_addr(daddr), int(dport))
+        pairs.setdefault((a, b), flow)
+        pairs.setdefault((b, a), flow)
+    con.execute("CREATE OR REPLACE TEMP TABLE probe_flow_keys "
+                "(flow INTEGER, saddr VARCHAR, sport INTEGER, daddr VARCHAR, dport INTEGER)")
+    if pairs:
+        con.executemany("INSERT INTO probe_flow_keys VALUES (?, ?, ?, ?, ?)",
+                        [(f, a[0], a[1], b[0], b[1]) for (a, b), f in pairs.items()])
+    columns = "{" + ", ".join(f"'{c}': '{t}'" for c, t in CSV_TYPES.items()) + "}"
+    cols = ", ".join(f"p.{c}" for c in CSV_TYPES)
+    try:
+        row = con.execute(
+            f"INSERT INTO probe_events "
+            f"SELECT $run_id, k.flow, {cols} "
+            f"FROM read_csv($path, header = true, delim = ',', quote = '', "
+            f"               columns = {columns}) p "
+            f"LEFT JOIN probe_flow_keys k ON k.saddr = p.saddr AND k.sport = p.sport "
+            f"  AND k.daddr = p.daddr AND k.dport = p.dport",
+            {"run_id": run_id, "path": str(path)}).fetchone()
+    except duckdb.Error as exc:
+        msg = " ".join(str(exc).split())[:300]
+        raise InputError(f"{path}: cannot load the probe record: {msg}") from None
+    finally:
+        con.execute("DROP TABLE IF EXISTS probe_flow_keys")
+    return int(row[0]) if row else 0

@@ -1,0 +1,84 @@
+"""`tcpvar probe`: one recording session of live tcp_probe events, kept in
+its folder (tcp_probe.csv/.json) and loaded into the store as a run of kind
+'probe'."""
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+from tcpvar import __version__
+from tcpvar.errors import UsageError
+
+
+def _default_dir() -> Path:
+    return Path(time.strftime("probe-%Y%m%d-%H%M%S"))
+
+
+def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | None,
+                   duration: float | None, source: str, out_dir=None, progress=None) -> dict:
+    """Record until `duration` elapses or Ctrl-C/SIGTERM, then load. Returns
+    {"session": {...}, "sockets": [per-socket statistics], "timeouts": [...]}."""
+    from tcpvar.analyzers.probe import rto_stats, timeouts
+    from tcpvar.capture import probe
+    from tcpvar.ingest.probe import load_probe
+    from tcpvar.store import Store
+    from tcpvar.store.db import one
+
+    out = Path(out_dir) if out_dir else _default_dir()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--dir {out}: exists and is not a folder")
+    if out.is_dir() and (out / probe.CSV_NAME).exists():
+        raise UsageError(f"--dir {out}: already holds a {probe.CSV_NAME}; choose another folder")
+    if len(ports) > 16:
+        raise UsageError("at most 16 --port")
+    if len(addrs) > 8:
+        raise UsageError("at most 8 --addr")
+    for a in addrs:
+        try:
+            ipaddress.ip_address(a)
+        except ValueError:
+            raise UsageError(f"--addr {a}: not an IPv4 or IPv6 address") from None
+    with Store(db_path) as store:      # a bad store fails before anything is recorded
+        rec = probe.open_probe(out, ports, prefer=source, addrs=addrs, cookie=cookie)
+        out.mkdir(parents=True, exist_ok=True)
+        params = {"ports": ports, "addrs": addrs, "cookie": cookie, "duration": duration,
+                  "source": source}
+        run_id = one(store.con, "SELECT nextval('run_ids')")[0]
+        rec.start()
+        started_ns = rec.started_ns or time.time_ns()
+        if progress:
+            progress(f"recording tcp_probe events from {rec.source} ({rec.reason}) into "
+                     f"{out}; {'for %gs' % duration if duration else 'Ctrl-C to stop'}")
+        status = "complete"
+        stop = threading.Event()
+        old_term = signal.signal(signal.SIGTERM, lambda *a: stop.set())
+        try:
+            stop.wait(duration)     # None: until a signal
+        except KeyboardInterrupt:
+            pass                    # Ctrl-C is how a session ends
+        finally:
+            signal.signal(signal.SIGTERM, old_term)
+            stats = rec.stop()
+        ended_ns = time.time_ns()
+        with store.transaction() as con:
+            con.execute(
+                "INSERT INTO runs (run_id, kind, name, dir, backend, kernel, params, started_ns, "
+                "ended_ns, status, error, probe_source, probe_events, probe_lost, "
+                "tcpvar_version) VALUES ($1, 'probe', $2, $3, NULL, $4, $5, $6, $7, $8, $9, "
+                "$10, $11, $12, $13)",
+                [run_id, out.resolve().name, str(out.resolve()), os.uname().release,
+                 json.dumps(params), started_ns, ended_ns, status,
+                 f"{stats.lost} events lost" if stats.lost else None, stats.source,
+                 stats.events, stats.lost, __version__])
+            loaded = load_probe(con, run_id, out / probe.CSV_NAME, [])
+        session = {"run_id": run_id, "dir": str(out.resolve()), "source": stats.source,
+                   "reason": rec.reason, "events": stats.events, "lost": stats.lost,
+                   "loaded": loaded, "started_ns": started_ns, "ended_ns": ended_ns,
+                   "status": status}
+        return {"session": session, "sockets": rto_stats(store, run_id),
+                "timeouts": timeouts(store, run_id)}
