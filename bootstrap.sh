@@ -10,7 +10,8 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
 	gcc make libpcap-dev tshark tcptrace tcpdump iperf3 iproute2 ethtool \
-	clang llvm libclang-rt-14-dev
+	clang llvm libclang-rt-14-dev \
+	bpftool libbpf-dev libelf-dev zlib1g-dev
 python3 -m pip install -q --root-user-action=ignore --upgrade pip
 python3 -m pip install -q --root-user-action=ignore -e '.[test]'
 echo "tcpvar installed: $(command -v tcpvar)"

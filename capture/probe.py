@@ -150,6 +150,14 @@ def prepare() -> HookBuild:
 
 def tracefs_root() -> Path:
     """The tracefs mount holding tcp:tcp_probe, mounting it if needed."""
+    try:
+        return _tracefs_root()
+    except PermissionError:
+        raise ProbeError("recording tcp_probe events needs root (tracefs is not "
+                         "readable)") from None
+
+
+def _tracefs_root() -> Path:
     for root in TRACEFS_MOUNTS:
         if (root / "events" / "tcp" / "tcp_probe").is_dir():
             return root
@@ -560,6 +568,8 @@ def open_probe(out_dir: Path, ports: list[int], prefer: str = "auto",
     if len(addrs or []) > 8:
         raise ProbeError("at most 8 addresses")
     kw = {"addrs": addrs, "cookie": cookie}
+    if os.geteuid() != 0:
+        raise ProbeError("recording tcp_probe events needs root")
     root = tracefs_root()
     extended = has_extended_tracepoint(root)
     if prefer == "tracefs-ext" and not extended:

@@ -30,10 +30,14 @@ def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | No
     from tcpvar.store.db import one
 
     out = Path(out_dir) if out_dir else _default_dir()
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--dir {out}: exists and is not a folder")
-    if out.is_dir() and (out / probe.CSV_NAME).exists():
-        raise UsageError(f"--dir {out}: already holds a {probe.CSV_NAME}; choose another folder")
+    try:
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--dir {out}: exists and is not a folder")
+        if out.is_dir() and (out / probe.CSV_NAME).exists():
+            raise UsageError(f"--dir {out}: already holds a {probe.CSV_NAME}; "
+                             "choose another folder")
+    except OSError as exc:
+        raise UsageError(f"--dir {out}: {exc.strerror}") from None
     if len(ports) > 16:
         raise UsageError("at most 16 --port")
     if len(addrs) > 8:
@@ -45,7 +49,10 @@ def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | No
             raise UsageError(f"--addr {a}: not an IPv4 or IPv6 address") from None
     with Store(db_path) as store:      # a bad store fails before anything is recorded
         rec = probe.open_probe(out, ports, prefer=source, addrs=addrs, cookie=cookie)
-        out.mkdir(parents=True, exist_ok=True)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UsageError(f"--dir {out}: cannot create it: {exc.strerror}") from None
         params = {"ports": ports, "addrs": addrs, "cookie": cookie, "duration": duration,
                   "source": source}
         run_id = one(store.con, "SELECT nextval('run_ids')")[0]

@@ -154,7 +154,7 @@ def by_cookie(rows: list[dict]) -> dict[int, list[dict]]:
     return out
 
 
-def compare_sources(hook: list[dict], stock: list[dict], window_ns: int = 200_000) -> dict:
+def compare_sources(hook: list[dict], stock: list[dict], window_ns: int = 5_000_000) -> dict:
     """Pair the hook's events with the tracepoint's (same socket, same sequence
     numbers and payload, times within `window_ns`) walking both in time order;
     then compare the stock fields of every pair."""
@@ -169,23 +169,39 @@ def compare_sources(hook: list[dict], stock: list[dict], window_ns: int = 200_00
         i = j = 0
         while i < len(a) and j < len(b):
             x, y = a[i], b[j]
-            dt = int(x["ts_ns"]) - int(y["ts_ns"])
-            if abs(dt) <= window_ns and all(x[f] == y[f] for f in same):
-                res["paired"] += 1
-                res["max_dt_us"] = max(res["max_dt_us"], abs(dt) / 1e3)
-                bad = [f for f in fields if x[f] != y[f]]
-                if bad:
-                    res["mismatched"] += 1
-                    if len(res["examples"]) < 5:
-                        res["examples"].append({f: [x[f], y[f]] for f in bad})
-                i += 1
-                j += 1
-            elif dt < 0:
-                res["hook_only"] += 1
-                i += 1
-            else:
+            tx = int(x["ts_ns"])
+            dt = tx - int(y["ts_ns"])
+            if dt > window_ns:                       # y is long before x: no twin
                 res["stock_only"] += 1
                 j += 1
+                continue
+            # the nearest stock event in the window with the same sequence state
+            best = None
+            k = j
+            while k < len(b) and int(b[k]["ts_ns"]) <= tx + window_ns:
+                if all(x[f] == b[k][f] for f in same):
+                    d = abs(tx - int(b[k]["ts_ns"]))
+                    if best is None or d < best[1]:
+                        best = (k, d)
+                    elif d > best[1]:
+                        break
+                k += 1
+            if best is None:
+                res["hook_only"] += 1
+                i += 1
+                continue
+            k, d = best
+            res["stock_only"] += k - j
+            y = b[k]
+            res["paired"] += 1
+            res["max_dt_us"] = max(res["max_dt_us"], d / 1e3)
+            bad = [f for f in fields if x[f] != y[f]]
+            if bad:
+                res["mismatched"] += 1
+                if len(res["examples"]) < 5:
+                    res["examples"].append({f: [x[f], y[f]] for f in bad})
+            i += 1
+            j = k + 1
         res["hook_only"] += len(a) - i
         res["stock_only"] += len(b) - j
     return res

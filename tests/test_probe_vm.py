@@ -1,0 +1,61 @@
+"""The probe scenario of test_probe.py inside a virtme-ng micro-VM running
+Debian's 6.1 kernel: the hook built on this host (CO-RE) loads there and
+agrees with that kernel's stock tracepoint and `ss`. One boot (TCG: about a
+minute in all)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tcpvar.capture import probe
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+KERNEL = Path("/boot/vmlinuz-6.1.0-56-amd64")
+
+
+@pytest.fixture(scope="module")
+def guest_result(tmp_path_factory):
+    built = probe.prepare()          # on the host: the guest sees our files read-only
+    assert built.tool is not None, built.reason
+    assert KERNEL.exists(), "bootstrap.sh installs Debian's kernel (linux-image-amd64)"
+    out = tmp_path_factory.mktemp("vm")
+    cmd = ["vng", "--disable-kvm", "-r", str(KERNEL), "--cpus", "2", "--memory", "2G",
+           f"--rwdir={out}", "--", "env", f"TCPVAR_PROBE_TOOL={built.tool}",
+           sys.executable, str(ROOT / "tests" / "probe_scenario.py"), str(out / "s")]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
+                         start_new_session=True)
+    result = out / "s" / "result.json"
+    assert result.exists(), (res.returncode, res.stdout[-2000:], res.stderr[-2000:])
+    return json.loads(result.read_text())
+
+
+def test_guest_kernel_and_hook(guest_result):
+    assert guest_result["kernel"].startswith("6.1.")
+    assert guest_result["hook"]["attach"] == "tp_btf"
+    assert guest_result["hook"]["hz"] == 250
+    assert guest_result["hook"]["lost"] == 0 and guest_result["stock"]["lost"] == 0
+
+
+def test_guest_hook_matches_stock(guest_result):
+    same = guest_result["same_events"]
+    assert same["mismatched"] == 0, same["examples"]
+    assert same["hook_only"] == 0
+    assert same["paired"] == guest_result["hook"]["events"] > 500
+    assert same["stock_only"] <= 0.01 * guest_result["stock"]["events"]
+
+
+def test_guest_ss_and_loss(guest_result):
+    ss = guest_result["ss"]
+    assert ss["samples"] >= 2
+    assert ss["rto_ok"] == ss["rttvar_ok"] == ss["srtt_ok"] == ss["samples"], ss["examples"]
+    loss = guest_result["loss"]
+    assert loss["loss_events"] >= 1 and loss["max_backoff"] >= 1
+    assert loss["total_retrans"] > 0
+    assert guest_result["units"]["rto_min_us"] >= 200_000
