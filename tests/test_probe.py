@@ -77,7 +77,6 @@ def test_hook_matches_stock_tracepoint(scenario):
     assert same["mismatched"] == 0, same["examples"]
     assert same["hook_only"] == 0
     assert same["paired"] == scenario["hook"]["events"]
-    assert same["max_dt_us"] < 200
     # the kernel now and then runs the tracepoint's trace event but not the
     # BPF program (docs/probe.md); at these rates that stays far below 1%
     assert same["stock_only"] <= 0.01 * scenario["stock"]["events"]
