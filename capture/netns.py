@@ -41,6 +41,17 @@ def run(args: list[str], ns: str | None = None, check: bool = True) -> str:
     return proc.stdout
 
 
+def run_batch(prefix: list[str], commands: list[str]) -> None:
+    """Many ip commands in one process (`ip -batch -`); the failing line is named."""
+    if not commands:
+        return
+    proc = subprocess.run([*prefix, "-batch", "-"], input="\n".join(commands) + "\n",
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        why = (proc.stderr.strip() or f"exit {proc.returncode}").splitlines()
+        raise TestbedError(f"`{' '.join(prefix)}` batch failed: {why[0]}")
+
+
 class Processes:
     """The processes of one run. stop() ends them gently, then for good."""
 

@@ -22,6 +22,7 @@ import platform
 import random
 import re
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,8 +126,7 @@ class Experiment:
     def _setup(self) -> None:
         p = self.params
         self._phase("building the dumbbell")
-        self.net.create()
-        self.net.tune_hosts(host_sysctls(p))
+        self.net.create(host_sysctls(p), self.progress)
         bdp_pkts = p.bw_bps * p.rtt_ms / 8000 / MTU
         peak = max([p.bw_bps] + [r for _, r in p.schedule])
         netem_limit = int(max(1000, 4 * peak * p.rtt_ms / 8000 / MTU + 1000))
@@ -192,9 +192,9 @@ class Experiment:
         pending = list(self.flows)
         clients: dict[int, subprocess.Popen] = {}
         steps = list(p.schedule[1:])
-        last_bytes: dict[int, tuple[float, int]] = {}
-        next_sample = t0 + 1.0
-        samples = open(self.dir / "progress.jsonl", "w")
+        stop = threading.Event()
+        sampler = threading.Thread(target=self._sampler, args=(t0, clients, stop), daemon=True)
+        sampler.start()
         try:
             while pending or any(c.poll() is None for c in clients.values()):
                 now = time.monotonic() - t0
@@ -210,15 +210,10 @@ class Experiment:
                     raise Interrupted("stopped from the host")
                 if now > p.duration_s + 30:
                     raise TestbedError("iperf3 clients did not finish 30 s after the run's end")
-                if time.monotonic() >= next_sample:
-                    sample = self._sample(now, clients, last_bytes)
-                    samples.write(json.dumps(sample) + "\n")
-                    samples.flush()
-                    self.progress(sample)
-                    next_sample += 1.0
                 time.sleep(0.05)
         finally:
-            samples.close()
+            stop.set()
+            sampler.join()
             self.manifest["flows_ended_ns"] = time.time_ns()
             self.manifest["t0_ns"] = t0_ns
         failed = [f for f, c in clients.items() if c.returncode not in (0, None)]
@@ -235,6 +230,18 @@ class Experiment:
             ns=self.net.sender(fe.flow.flow),
             stdout=self.dir / f"iperf-{fe.flow.flow}.json",
             stderr=self.dir / f"iperf-{fe.flow.flow}.err")
+
+    def _sampler(self, t0: float, clients: dict, stop: threading.Event) -> None:
+        """Once a second, a sample of every flow for the live display and
+        progress.jsonl; in its own thread, as `ss` in N namespaces can take
+        longer than the flows' start schedule may wait."""
+        last: dict[int, tuple[float, int]] = {}
+        with open(self.dir / "progress.jsonl", "w") as samples:
+            while not stop.wait(1.0):
+                sample = self._sample(time.monotonic() - t0, dict(clients), last)
+                samples.write(json.dumps(sample) + "\n")
+                samples.flush()
+                self.progress(sample)
 
     def _sample(self, now: float, clients: dict, last: dict) -> dict:
         """Per-flow throughput, cwnd and RTT from `ss -ti` in each sender."""

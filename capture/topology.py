@@ -18,11 +18,10 @@ import secrets
 import subprocess
 from dataclasses import dataclass, field
 
-from .netns import run
+from .netns import run, run_batch
 from .params import MTU, Buffer
 
-SENDER_NET = "198.18.{i}.0/24"        # RFC 2544 benchmarking addresses
-RECEIVER_NET = "198.19.{i}.0/24"
+# Addresses: RFC 2544 benchmarking ranges, senders 198.18.<i>.2, receivers 198.19.<i>.2.
 # offloads that merge or split segments would make the pcaps show other
 # packets than those on the emulated wire, and the qdiscs queue super-packets
 OFFLOADS = ("tso", "gso", "gro", "lro")
@@ -56,48 +55,55 @@ class Dumbbell:
         return f"198.19.{i}.2"
 
     # -- building --------------------------------------------------------
-    def create(self) -> None:
-        """Namespaces, links, addresses, routes; no qdiscs yet."""
+    def create(self, sysctls: dict[str, str], progress=None) -> None:
+        """Namespaces, links, addresses, routes, host sysctls; no qdiscs yet.
+        Commands go in batches, one process per namespace and step: in an
+        emulated VM every process start costs a noticeable fraction of a second."""
         rl, rd, rr = self.ns("rl"), self.ns("rd"), self.ns("rr")
-        for name in [rl, rd, rr] + [self.sender(i) for i in range(1, self.flows + 1)] \
-                + [self.receiver(i) for i in range(1, self.flows + 1)]:
+        n = self.flows
+        hosts = [self.sender(i) for i in range(1, n + 1)] + \
+                [self.receiver(i) for i in range(1, n + 1)]
+        names = [rl, rd, rr] + hosts
+        # namespace name -> ip commands to run inside it; dev lists for ethtool
+        inside: dict[str, list[str]] = {name: ["link set lo up"] for name in names}
+        devs: dict[str, list[str]] = {name: [] for name in names}
+        links = []
+
+        def link(ns_a, dev_a, addr_a, ns_b, dev_b, addr_b):
+            links.append(f"link add {dev_a} netns {ns_a} mtu {MTU} type veth "
+                         f"peer name {dev_b} netns {ns_b} mtu {MTU}")
+            for ns, dev, addr in ((ns_a, dev_a, addr_a), (ns_b, dev_b, addr_b)):
+                inside[ns] += [f"addr add {addr} dev {dev}", f"link set {dev} up"]
+                devs[ns].append(dev)
+
+        link(rl, "right", "198.18.0.1/30", rd, "left", "198.18.0.2/30")
+        link(rd, "right", "198.18.0.5/30", rr, "left", "198.18.0.6/30")
+        for i in range(1, n + 1):
+            link(rl, f"s{i}", f"198.18.{i}.1/24", self.sender(i), "eth0",
+                 f"{self.sender_addr(i)}/24")
+            link(rr, f"d{i}", f"198.19.{i}.1/24", self.receiver(i), "eth0",
+                 f"{self.receiver_addr(i)}/24")
+            inside[self.sender(i)].append(f"route add default via 198.18.{i}.1")
+            inside[self.receiver(i)].append(f"route add default via 198.19.{i}.1")
+        inside[rl].append("route add 198.19.0.0/16 via 198.18.0.2")
+        inside[rd] += ["route add 198.19.0.0/16 via 198.18.0.6",
+                       "route add 198.18.0.0/16 via 198.18.0.1"]
+        inside[rr].append("route add 198.18.0.0/16 via 198.18.0.5")
+
+        for name in names:
             run(["ip", "netns", "add", name])
             self.namespaces.append(name)
-            run(["ip", "-n", name, "link", "set", "lo", "up"])
-        for router in (rl, rd, rr):
-            run(["sysctl", "-qw", "net.ipv4.ip_forward=1"], ns=router)
-        self._link(rl, "right", "198.18.0.1/30", rd, "left", "198.18.0.2/30")
-        self._link(rd, "right", "198.18.0.5/30", rr, "left", "198.18.0.6/30")
-        run(["ip", "-n", rl, "route", "add", "198.19.0.0/16", "via", "198.18.0.2"])
-        run(["ip", "-n", rd, "route", "add", "198.19.0.0/16", "via", "198.18.0.6"])
-        run(["ip", "-n", rd, "route", "add", "198.18.0.0/16", "via", "198.18.0.1"])
-        run(["ip", "-n", rr, "route", "add", "198.18.0.0/16", "via", "198.18.0.5"])
-        for i in range(1, self.flows + 1):
-            self._link(rl, f"s{i}", f"198.18.{i}.1/24", self.sender(i), "eth0",
-                       f"{self.sender_addr(i)}/24")
-            run(["ip", "-n", self.sender(i), "route", "add", "default", "via", f"198.18.{i}.1"])
-            self._link(rr, f"d{i}", f"198.19.{i}.1/24", self.receiver(i), "eth0",
-                       f"{self.receiver_addr(i)}/24")
-            run(["ip", "-n", self.receiver(i), "route", "add", "default",
-                 "via", f"198.19.{i}.1"])
-
-    def _link(self, ns_a: str, dev_a: str, addr_a: str, ns_b: str, dev_b: str,
-              addr_b: str) -> None:
-        run(["ip", "link", "add", dev_a, "netns", ns_a, "mtu", str(MTU), "type", "veth",
-             "peer", "name", dev_b, "netns", ns_b, "mtu", str(MTU)])
-        for ns, dev, addr in ((ns_a, dev_a, addr_a), (ns_b, dev_b, addr_b)):
-            run(["ip", "-n", ns, "addr", "add", addr, "dev", dev])
-            run(["ip", "-n", ns, "link", "set", dev, "up"])
-            args = ["ethtool", "-K", dev]
-            for off in OFFLOADS:
-                args += [off, "off"]
-            run(args, ns=ns, check=False)   # veth lacks lro: ethtool still sets the rest
-
-    def tune_hosts(self, sysctls: dict[str, str]) -> None:
-        for i in range(1, self.flows + 1):
-            for ns in (self.sender(i), self.receiver(i)):
-                for key, value in sysctls.items():
-                    run(["sysctl", "-qw", f"{key}={value}"], ns=ns)
+        run_batch(["ip"], links)
+        for k, name in enumerate(names):
+            if progress:
+                progress({"phase": f"building the dumbbell ({k + 1}/{len(names)} hosts)"})
+            run_batch(["ip", "-n", name], inside[name])
+            settings = dict(sysctls) if name in hosts else {"net.ipv4.ip_forward": "1"}
+            run(["sysctl", "-qw", *(f"{key}={v}" for key, v in settings.items())], ns=name)
+            # every offload off on every link of the namespace, in one process
+            off = " ".join(f"{o} off" for o in OFFLOADS)
+            run(["sh", "-c", f'for d; do ethtool -K "$d" {off} 2>/dev/null; done; true',
+                 "sh", *devs[name]], ns=name)
 
     # -- path emulation --------------------------------------------------
     def shape(self, shaper: str, rate_bps: float, buffer: Buffer, rtt_ms: float,

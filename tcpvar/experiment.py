@@ -35,7 +35,8 @@ class RunOutcome:
 
 
 def folder_name(params: RunParams, tag: str, repetition: int) -> str:
-    ccs = "-".join(dict.fromkeys(f.cc for f in params.flow_plan()))
+    ccs = list(dict.fromkeys(f.cc for f in params.flow_plan()))
+    ccs = "-".join(ccs) if len(ccs) <= 3 else f"{len(ccs)}variants"
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{params.mode}-{ccs}-{tag}-r{repetition}"
 

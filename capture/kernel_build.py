@@ -1,0 +1,170 @@
+"""Building tcpvar's patched kernel and the tc that configures its qdisc.
+
+kernel-patches/build.sh does the work: it unpacks the pinned
+linux-source-6.1, applies the patch series with git am, merges the
+configuration fragment and builds a bzImage; with `tc` it fetches Debian's
+iproute2 source, applies the tc patch and builds tc. Both are cached by the
+hash of what goes into them, so asking again costs nothing. This module runs
+it, reports its stages, and turns a failure into one line.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tcpvar.errors import KernelBuildError
+
+# the folder of the checkout next to this package's source (capture/..)
+_CHECKOUT_PATCHES = Path(__file__).resolve().parent.parent / "kernel-patches"
+CACHED_MISSING = 2          # build.sh --cached: not built yet
+
+
+def patches_dir() -> Path:
+    """kernel-patches/ of the tcpvar checkout (or $TCPVAR_KERNEL_PATCHES)."""
+    where = Path(os.environ.get("TCPVAR_KERNEL_PATCHES") or _CHECKOUT_PATCHES)
+    if not (where / "build.sh").is_file():
+        raise KernelBuildError(f"{where}/build.sh not found: the patched kernel is built "
+                               f"from a tcpvar checkout (or set TCPVAR_KERNEL_PATCHES)")
+    return where
+
+
+def _script() -> list[str]:
+    return ["sh", str(patches_dir() / "build.sh")]
+
+
+def cached(target: str = "kernel") -> Path | None:
+    """The built bzImage (target 'kernel') or tc ('tc') if it is in the cache."""
+    try:
+        done = subprocess.run([*_script(), target, "--cached"], capture_output=True,
+                              text=True, check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise KernelBuildError(f"cannot run kernel-patches/build.sh: {exc}") from None
+    if done.returncode == CACHED_MISSING:
+        return None
+    if done.returncode != 0:
+        raise KernelBuildError(_last_error(done.stderr, f"build.sh {target} --cached failed"))
+    return _result_path(done.stdout, target)
+
+
+def run_build(target: str = "kernel", on_stage: Callable[[str], None] | None = None,
+          on_log: Callable[[str], None] | None = None, jobs: int | None = None) -> Path:
+    """Build @target ('kernel' or 'tc') unless cached; return the result's path.
+
+    on_stage gets each stage line of build.sh ("unpacking ...", "building ...");
+    on_log, about once a second while make runs, the last line of its log.
+    """
+    if target not in ("kernel", "tc"):
+        raise KernelBuildError(f"unknown build target {target!r} (kernel or tc)")
+    env = dict(os.environ)
+    if jobs is not None:
+        if jobs < 1:
+            raise KernelBuildError(f"--jobs {jobs}: must be at least 1")
+        env["JOBS"] = str(jobs)
+    try:
+        proc = subprocess.Popen([*_script(), target], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env)
+    except OSError as exc:
+        raise KernelBuildError(f"cannot run kernel-patches/build.sh: {exc}") from None
+
+    stderr: list[str] = []
+    reader = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)
+    reader.start()
+    log: list[Path] = []
+    stop = threading.Event()
+    tailer = threading.Thread(target=_tail, args=(log, on_log, stop), daemon=True)
+    tailer.start()
+    out: list[str] = []
+    try:
+        for line in proc.stdout:
+            out.append(line)
+            if line.startswith("== "):
+                stage = line[3:].strip()
+                if ", log: " in stage:
+                    stage, _, path = stage.partition(", log: ")
+                    log.append(Path(path))
+                if on_stage:
+                    on_stage(stage)
+        status = proc.wait()
+    except BaseException:
+        proc.terminate()
+        proc.wait()
+        raise
+    finally:
+        stop.set()
+        reader.join(timeout=5)
+    if status != 0:
+        raise KernelBuildError(_last_error("".join(stderr), f"build.sh {target} failed "
+                                                            f"(exit status {status})"))
+    return _result_path("".join(out), target)
+
+
+def _tail(log: list[Path], on_log: Callable[[str], None] | None,
+          stop: threading.Event) -> None:
+    """Hand on_log the last line of make's log until stop is set."""
+    if on_log is None:
+        return
+    last = ""
+    while not stop.wait(1.0):
+        if not log:
+            continue
+        try:
+            with open(log[-1], "rb") as f:
+                f.seek(0, os.SEEK_END)
+                size = f.tell()
+                f.seek(max(0, size - 4096))
+                lines = f.read().decode(errors="replace").splitlines()
+        except OSError:
+            continue
+        line = lines[-1].strip() if lines else ""
+        if line and line != last:
+            last = line
+            on_log(line)
+
+
+def _last_error(stderr: str, fallback: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith("error: "):
+            return "kernel build: " + ln[len("error: "):]
+    return fallback + (f": {lines[-1]}" if lines else "")
+
+
+def _result_path(stdout: str, target: str) -> Path:
+    lines = [ln.strip() for ln in stdout.splitlines() if ln.strip()]
+    path = Path(lines[-1]) if lines else None
+    if path is None or not path.is_file():
+        raise KernelBuildError(f"build.sh {target} did not name a built file")
+    return path
+
+
+def patched_kernel(build: bool = True) -> Path:
+    """The bzImage of the patched kernel, built first if missing and @build.
+
+    Without @build, a missing image is an error telling to run
+    `tcpvar kernel build`.
+    """
+    image = cached("kernel")
+    if image is not None:
+        return image
+    if not build:
+        raise KernelBuildError("the patched kernel is not built yet: run `tcpvar kernel build`")
+    return run_build("kernel")
+
+
+def patched_tc(build: bool = True) -> Path:
+    """The tc binary that knows the ngwa qdisc, built first if missing and @build."""
+    tc = cached("tc")
+    if tc is not None:
+        return tc
+    if not build:
+        raise KernelBuildError("the patched tc is not built yet: run `tcpvar kernel build`")
+    return run_build("tc")
+
+
+def elapsed(start: float) -> str:
+    s = int(time.monotonic() - start)
+    return f"{s // 60}:{s % 60:02d}"
