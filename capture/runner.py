@@ -163,11 +163,8 @@ class Experiment:
             time.sleep(0.05)
 
     def _start_probe(self) -> None:
-        try:
-            from . import probe
-        except ImportError:   # TEMPORARY until the probe recorders land
-            self.manifest["probe"] = {"source": None}
-            return
+        from . import probe
+
         ports = [fe.dport for fe in self.flows]
         self.recorder = probe.open_probe(self.dir, ports)
         self.recorder.start()

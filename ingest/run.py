@@ -91,10 +91,8 @@ def _load_probe(store, run_id: int, run_dir: Path, m: dict) -> None:
     path = run_dir / "tcp_probe.csv"
     if not path.exists():
         return
-    try:
-        from .probe import load_probe
-    except ImportError:   # TEMPORARY until the probe ingest lands
-        return
+    from .probe import load_probe
+
 
     flows = [(f["flow"], f["src_addr"], f["src_port"], f["dst_addr"], f["dst_port"])
              for f in m.get("flows", [])]

@@ -93,12 +93,9 @@ def _in_vm(req: RunRequest, runs: list[dict], out_dir: Path, tag: str, progress)
         raise UsageError(f"unknown congestion control {missing[0]!r}: the {kernel.kind} "
                          f"kernel offers {', '.join(sorted(offered))} (for another, boot a "
                          f"kernel that has it with --kernel PATH)")
-    try:
-        from tcpvar.capture import probe
-    except ImportError:
-        probe = None
-    if probe is not None:
-        probe.prepare()     # the guest sees the host's files read-only: build before boot
+    from tcpvar.capture import probe
+
+    probe.prepare()     # the guest sees the host's files read-only: build before boot
     for run in runs:
         Path(run["dir"]).mkdir(parents=True, exist_ok=True)
     spec = {"params": req.params.to_json(), "runs": runs}

@@ -64,7 +64,9 @@ def test_throughput_respects_the_bottleneck(two_flows):
 def test_probe_events_of_the_flows(two_flows):
     tmp, doc = two_flows
     (run,) = doc["runs"]
-    assert run["probe_events"] > 0 and run["probe_lost"] == 0
+    assert run["probe_events"] > 0
+    # counted, never silent; the eBPF hook can miss an event nested in another on one CPU
+    assert run["probe_lost"] is not None and run["probe_lost"] <= run["probe_events"] / 1000
     con = duckdb.connect(str(tmp / "t.duckdb"), read_only=True)
     rows = con.execute("SELECT flow, count(*), max(snd_cwnd) FROM probe_events "
                        "WHERE run_id = ? AND flow IS NOT NULL GROUP BY flow ORDER BY flow",
