@@ -11,7 +11,8 @@ $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
 	gcc make libpcap-dev tshark tcptrace tcpdump iperf3 iproute2 ethtool \
 	clang llvm libclang-rt-14-dev \
-	bpftool libbpf-dev libelf-dev zlib1g-dev
+	bpftool libbpf-dev libelf-dev zlib1g-dev \
+	qemu-system-x86 kmod busybox-static
 python3 -m pip install -q --root-user-action=ignore --upgrade pip
 python3 -m pip install -q --root-user-action=ignore -e '.[test]'
 echo "tcpvar installed: $(command -v tcpvar)"

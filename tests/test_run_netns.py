@@ -4,6 +4,7 @@ events. The host has no netem, so these runs have no added delay."""
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -170,3 +171,13 @@ def test_not_root_is_refused(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 7, proc.stderr
     assert "needs root" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_every_json_field_documented(two_flows):
+    _, doc = two_flows
+    text = (Path(__file__).parent.parent / "docs" / "run.md").read_text()
+    (run,) = doc["runs"]
+    fields = set(doc) | set(run) | set(run["flows"][0]) | set(run["params"]) \
+        | set(run["jain"]) | set(run["flows"][0]["throughput_bps"])
+    documented = set(re.findall(r"`([a-z0-9_]+)`", text))
+    assert not fields - documented, sorted(fields - documented)
