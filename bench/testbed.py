@@ -60,10 +60,12 @@ def run_case(args: list[str], duration: float, work: Path) -> dict:
 
 
 def table(results: list[tuple[str, dict]], duration: float) -> str:
+    host = subprocess.run(["uname", "-r"], capture_output=True, text=True).stdout.strip()
     lines = [f"`sudo python3 bench/testbed.py` — CUBIC, {duration:g} s runs, "
-             f"{time.strftime('%Y-%m-%d')}, {subprocess.run(['uname', '-r'], capture_output=True, text=True).stdout.strip()} host, 2 cores.",
+             f"{time.strftime('%Y-%m-%d')}, host kernel {host}, 2 cores.",
              "",
-             "| case | throughput (pcap) | iperf3 | min RTT | VM boot | tcp_probe | events | lost | events/s | wall |",
+             "| case | throughput (pcap) | iperf3 | min RTT | VM boot | tcp_probe | events "
+             "| lost | events/s | wall |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for label, r in results:
         if "error" in r:
