@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -181,3 +182,28 @@ def test_every_json_field_documented(two_flows):
         | set(run["jain"]) | set(run["flows"][0]["throughput_bps"])
     documented = set(re.findall(r"`([a-z0-9_]+)`", text))
     assert not fields - documented, sorted(fields - documented)
+
+
+def test_repeat_gives_runs_of_their_own(tmp_path):
+    rc, doc, err = tcpvar_run(tmp_path, "--backend", "netns", "--rtt", 0, "--buffer", 60,
+                              "--duration", 2, "--repeat", 2, "--seed", 5)
+    assert rc == 0, err
+    runs = doc["runs"]
+    assert [r["repetition"] for r in runs] == [1, 2]
+    assert len({r["run_id"] for r in runs}) == 2 and len({r["dir"] for r in runs}) == 2
+    assert all(r["seed"] == 5 and r["status"] == "complete" for r in runs)
+
+
+def test_missing_tool_is_named(tmp_path):
+    """A PATH with every tool of the testbed but iperf3."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("ip", "tc", "ethtool", "tcpdump", "ss", "sysctl"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    proc = subprocess.run([sys.executable, "-m", "tcpvar.cli", "run", "-q", "--backend",
+                           "netns", "--rtt", "0", "--out", str(tmp_path / "runs"),
+                           "--db", str(tmp_path / "t.duckdb")],
+                          capture_output=True, text=True, env={"PATH": str(bin_dir)})
+    assert proc.returncode == 7
+    assert proc.stderr.strip() == ("tcpvar: error: iperf3 is not installed "
+                                   "(apt-get install iperf3, or run ./bootstrap.sh)")
