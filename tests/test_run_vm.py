@@ -3,6 +3,10 @@ with virtme-ng, netem delay on the path, every variant of the paper."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +109,24 @@ def test_a_vm_that_does_not_boot_in_time(tmp_path):
     assert rc == 8, err
     assert "did not boot within 1 s" in err and len(err.strip().splitlines()) == 1
     assert not processes_mentioning(str(tmp_path))
+
+
+def test_ctrl_c_stops_the_vm_and_keeps_the_capture(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tcpvar.cli", "run", "--cc", "cubic", "--rtt", "20",
+         "--bw", "20mbit", "--duration", "120", "--out", str(tmp_path / "runs"), "--db",
+         str(tmp_path / "t.duckdb"), "--json", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        samples = list((tmp_path / "runs").glob("*/progress.jsonl"))
+        if samples and len(samples[0].read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    (run,) = json.loads(out)["runs"]
+    assert run["status"] == "interrupted" and run["backend"] == "vm"
+    assert run["flows"][0]["throughput_bps"]["pcap"] > 0
+    assert not processes_mentioning(str(tmp_path))     # no vng, no QEMU
