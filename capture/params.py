@@ -103,7 +103,7 @@ class RunParams:
     ccs: list[str]
     rtt_ms: float = 100.0
     loss_pct: float = 0.0
-    bw_bps: float = 100e6
+    bw_bps: float = 20e6
     buffer: Buffer = field(default_factory=lambda: Buffer(packets=100))
     buffer_text: str = "bdp"
     duration_s: float = 20.0

@@ -13,7 +13,7 @@ from tcpvar.errors import ExitStatus
               help="Base round-trip time (netem delay, half each way).")
 @click.option("--loss", "loss_pct", default=0.0, show_default=True, type=float, metavar="PCT",
               help="Random loss on the forward path, in percent.")
-@click.option("--bw", default="50mbit", show_default=True, metavar="RATE",
+@click.option("--bw", default="20mbit", show_default=True, metavar="RATE",
               help="Bottleneck rate (e.g. 100mbit, 1gbit).")
 @click.option("--buffer", default="bdp", show_default=True, metavar="SIZE",
               help="Bottleneck queue: packets (100), bytes (64kb) or bandwidth-delay "
@@ -71,7 +71,7 @@ def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, 
       tcpvar run --cc cubic --rtt 100
       tcpvar run --cc reno --mode fairness --duration 60
       tcpvar run --cc vegas --mode friendliness --json
-      tcpvar run --cc htcp --bw-schedule 0:100mbit,20:50mbit,40:100mbit --duration 60
+      tcpvar run --cc htcp --bw-schedule 0:20mbit,20:10mbit,40:20mbit --duration 60
       tcpvar run --cc cubic --kernel patched --backend vm
     """
     from tcpvar.capture.params import make_params
