@@ -3,22 +3,43 @@ left (and not left) behind."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ARTEFACTS = ("manifest.json", "sender.pcap", "bottleneck.pcap", "tcp_probe.csv",
              "tcp_probe.json", "tc-stats.txt", "tc-stats.json", "progress.jsonl")
 
 
+def _command(tmp_path: Path, args) -> list[str]:
+    return [sys.executable, "-m", "tcpvar.cli", "run", "--json", "-q", "--out",
+            str(tmp_path / "runs"), "--db", str(tmp_path / "t.duckdb"), *map(str, args)]
+
+
 def tcpvar_run(tmp_path: Path, *args, timeout: float = 900):
     """(exit status, JSON document or None, stderr) of `tcpvar run --json`."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "tcpvar.cli", "run", "--json", "-q", "--out",
-         str(tmp_path / "runs"), "--db", str(tmp_path / "t.duckdb"), *map(str, args)],
-        capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(_command(tmp_path, args), capture_output=True, text=True,
+                          timeout=timeout)
     doc = json.loads(proc.stdout) if proc.stdout.strip() else None
     return proc.returncode, doc, proc.stderr
+
+
+def interrupted_run(tmp_path: Path, *args, samples: int = 3, wait_s: float = 300):
+    """`tcpvar run --json` stopped with SIGINT once its flows have run for
+    @samples seconds: (exit status, JSON document or None, stderr)."""
+    proc = subprocess.Popen(_command(tmp_path, args), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        found = list((tmp_path / "runs").glob("*/progress.jsonl"))
+        if found and len(found[0].read_text().splitlines()) >= samples:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, json.loads(out) if out.strip() else None, err
 
 
 def namespaces() -> set[str]:

@@ -6,16 +6,21 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from run_helpers import ARTEFACTS, assert_nothing_left, close, namespaces, tcpvar_run
+from run_helpers import (
+    ARTEFACTS,
+    assert_nothing_left,
+    close,
+    interrupted_run,
+    namespaces,
+    tcpvar_run,
+)
 
 BW = 20e6
 
@@ -116,23 +121,11 @@ def test_bandwidth_schedule_shows_in_the_series(tmp_path):
 
 
 def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tcpvar.cli", "run", "--backend", "netns", "--rtt", "0",
-         "--buffer", "60", "--duration", "60", "--out", str(tmp_path / "runs"), "--db",
-         str(tmp_path / "t.duckdb"), "--json", "-q"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    run_dirs = []
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not run_dirs:
-        run_dirs = [d for d in (tmp_path / "runs").glob("*")
-                    if (d / "progress.jsonl").exists() and (d / "progress.jsonl").stat().st_size]
-        time.sleep(0.2)
-    time.sleep(2)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    rc, doc, err = interrupted_run(tmp_path, "--backend", "netns", "--rtt", 0, "--buffer", 60,
+                                   "--duration", 60)
+    assert rc == 130, err
     assert err.strip().splitlines()[-1].startswith("tcpvar: error: interrupted")
-    (run,) = json.loads(out)["runs"]
+    (run,) = doc["runs"]
     assert run["status"] == "interrupted"
     assert run["flows"][0]["throughput_bps"]["pcap"] > 0
     assert run["sender_capture"] is not None

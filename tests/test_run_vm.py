@@ -3,15 +3,17 @@ with virtme-ng, netem delay on the path, every variant of the paper."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from run_helpers import assert_nothing_left, close, processes_mentioning, tcpvar_run
+from run_helpers import (
+    assert_nothing_left,
+    close,
+    interrupted_run,
+    processes_mentioning,
+    tcpvar_run,
+)
 
 # Table 1 of Callegari et al.: the 13 variants of Linux (HSTCP is `highspeed`)
 PAPER_VARIANTS = ("bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp", "reno",
@@ -112,21 +114,10 @@ def test_a_vm_that_does_not_boot_in_time(tmp_path):
 
 
 def test_ctrl_c_stops_the_vm_and_keeps_the_capture(tmp_path):
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tcpvar.cli", "run", "--cc", "cubic", "--rtt", "20",
-         "--bw", "20mbit", "--duration", "120", "--out", str(tmp_path / "runs"), "--db",
-         str(tmp_path / "t.duckdb"), "--json", "-q"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        samples = list((tmp_path / "runs").glob("*/progress.jsonl"))
-        if samples and len(samples[0].read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    (run,) = json.loads(out)["runs"]
+    rc, doc, err = interrupted_run(tmp_path, "--cc", "cubic", "--rtt", 20, "--bw", "20mbit",
+                                   "--duration", 120)
+    assert rc == 130, err
+    (run,) = doc["runs"]
     assert run["status"] == "interrupted" and run["backend"] == "vm"
     assert run["flows"][0]["throughput_bps"]["pcap"] > 0
     assert not processes_mentioning(str(tmp_path))     # no vng, no QEMU
