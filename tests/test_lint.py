@@ -7,6 +7,7 @@ from conftest import ROOT
 
 def test_ruff_clean():
     res = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise",
-                          "cli", "analyzers", "ingest", "store", "report", "tcpvar", "tests"],
+                          "cli", "analyzers", "capture", "ingest", "store", "report", "tcpvar",
+                          "tests", "bench/testbed.py", "bench/probe_bench.py"],
                          cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stdout + res.stderr
