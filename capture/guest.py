@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tcpvar.errors import TcpvarError
+
 from .params import RunParams
 from .runner import STOP_FILE, Experiment
 
@@ -33,7 +35,11 @@ def main(spec_path: str) -> int:
             break
         exp = Experiment(params, run_dir, run["tag"], run["repetition"], backend="vm",
                          progress=lambda sample: say("progress", **sample))
-        manifest = exp.execute()
+        try:
+            manifest = exp.execute()
+        except TcpvarError as exc:      # refused before anything was set up
+            say("error", message=str(exc))
+            return 1
         say("done", dir=str(run_dir), status=manifest["status"], error=manifest.get("error"))
         if manifest["status"] != "complete":
             break

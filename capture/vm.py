@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from tcpvar.errors import VmError
+from tcpvar.errors import TestbedError, VmError
 
 from .kernels import Kernel, cache_dir
 from .runner import STOP_FILE
@@ -163,6 +163,8 @@ def _follow(guest: Guest, progress, spec: dict) -> None:
                               f"stopped it") from None
             if msg is None:
                 return
+            if msg["kind"] == "error":
+                raise TestbedError(f"in the micro-VM: {msg['message']}")
             progress(msg if msg["kind"] != "progress" else
                      {k: v for k, v in msg.items() if k != "kind"})
     except KeyboardInterrupt:

@@ -121,3 +121,16 @@ def test_ctrl_c_stops_the_vm_and_keeps_the_capture(tmp_path):
     assert run["status"] == "interrupted" and run["backend"] == "vm"
     assert run["flows"][0]["throughput_bps"]["pcap"] > 0
     assert not processes_mentioning(str(tmp_path))     # no vng, no QEMU
+
+
+def test_a_variant_the_booted_kernel_lacks(tmp_path):
+    """A kernel given by path is only known once it runs: the guest refuses."""
+    from tcpvar.capture.kernels import stock_kernel
+
+    image = stock_kernel().image
+    rc, doc, err = tcpvar_run(tmp_path, "--kernel", image, "--cc", "nosuchcc", "--rtt", 10)
+    assert rc == 7, err
+    line, = err.strip().splitlines()
+    assert "in the micro-VM" in line and "no congestion control 'nosuchcc'" in line
+    assert "cubic" in line     # the list of those it has
+    assert not processes_mentioning(str(tmp_path))
