@@ -545,6 +545,11 @@ def _tool_error(stderr: str, status) -> str:
 
 # ---------------------------------------------------------------- choosing
 
+def need_root() -> None:
+    if os.geteuid() != 0:
+        raise ProbeError("recording tcp_probe events needs root")
+
+
 def open_probe(out_dir: Path, ports: list[int], prefer: str = "auto",
                addrs: list[str] | None = None, cookie: int | None = None) -> Recorder:
     """A recorder for the events of sockets whose local or remote port is in
@@ -568,8 +573,7 @@ def open_probe(out_dir: Path, ports: list[int], prefer: str = "auto",
     if len(addrs or []) > 8:
         raise ProbeError("at most 8 addresses")
     kw = {"addrs": addrs, "cookie": cookie}
-    if os.geteuid() != 0:
-        raise ProbeError("recording tcp_probe events needs root")
+    need_root()
     root = tracefs_root()
     extended = has_extended_tracepoint(root)
     if prefer == "tracefs-ext" and not extended:

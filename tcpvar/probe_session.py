@@ -47,6 +47,7 @@ def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | No
             ipaddress.ip_address(a)
         except ValueError:
             raise UsageError(f"--addr {a}: not an IPv4 or IPv6 address") from None
+    probe.need_root()                   # before the store is opened or created
     with Store(db_path) as store:      # a bad store fails before anything is recorded
         rec = probe.open_probe(out, ports, prefer=source, addrs=addrs, cookie=cookie)
         try:
