@@ -14,6 +14,7 @@ from tcpvar import __version__
 from tcpvar.errors import ExitStatus, TcpvarError
 
 from .analyze import analyze
+from .kernel import kernel
 from .probe import probe
 from .query import query
 from .run import run
@@ -44,6 +45,7 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 
 
 cli.add_command(analyze)
+cli.add_command(kernel)
 cli.add_command(probe)
 cli.add_command(query)
 cli.add_command(run)

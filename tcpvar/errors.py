@@ -69,6 +69,10 @@ class VmError(TcpvarError):
     status = ExitStatus.VM
 
 
+class KernelBuildError(VmError):
+    """The patched kernel (kernel-patches/) or its tc cannot be built."""
+
+
 class ProbeError(TcpvarError):
     """tcp_probe events cannot be recorded as asked: no tracefs or tracepoint,
     no BPF or BTF for the eBPF hook, not root."""

@@ -1,0 +1,96 @@
+"""tcpvar kernel: build the patched kernel of kernel-patches/ and its tc."""
+from __future__ import annotations
+
+import click
+
+
+@click.group(short_help="Build the kernel with NGWA, WB-RTO and the extended tcp_probe.")
+def kernel():
+    """The patched kernel of kernel-patches/: Debian's linux-source-6.1 with
+    NGWA (endpoints and the ngwa qdisc), WB-RTO and an extended tcp:tcp_probe,
+    built into a bzImage that `tcpvar run --kernel patched` boots in the
+    micro-VM, and the tc that configures the ngwa qdisc.
+
+    \b
+    Examples:
+      tcpvar kernel build
+      tcpvar kernel path
+    """
+
+
+@kernel.command(short_help="Build (or find in the cache) the bzImage and tc.")
+@click.option("--jobs", "-j", type=int, metavar="N",
+              help="Parallel make jobs (default: CPUs + 1).")
+@click.option("--no-tc", is_flag=True, help="Build the kernel only, not tc.")
+def build(jobs, no_tc):
+    """Unpack the pinned linux-source-6.1, apply the patch series with git am,
+    build a bzImage with everything tcpvar needs built in, and build tc from
+    Debian's iproute2 source with the ngwa qdisc. Results are cached by the
+    hash of the series and the configuration: a second call is instant.
+
+    \b
+    Examples:
+      tcpvar kernel build
+      tcpvar kernel build -j 3 --no-tc
+    """
+    import time
+
+    from tcpvar.capture.kernel_build import elapsed, run_build
+    from tcpvar.report import terminal
+
+    for target in ("kernel",) if no_tc else ("kernel", "tc"):
+        start = time.monotonic()
+        with _status(f"{target}: starting") as update:
+            stage = [""]
+
+            def on_stage(text, target=target, start=start, stage=stage):
+                stage[0] = text
+                update(f"{target}: {text} [{elapsed(start)}]")
+                terminal.note(f"{target}: {text}")
+
+            def on_log(line, target=target, start=start, stage=stage):
+                update(f"{target}: {stage[0]} [{elapsed(start)}] {line[:60]}")
+
+            path = run_build(target, on_stage=on_stage, on_log=on_log, jobs=jobs)
+        terminal.data(f"{target}: {path}")
+
+
+@kernel.command(short_help="Print the paths of the built bzImage and tc.")
+def path():
+    """Print the cached bzImage and tc, or say which is not built yet.
+
+    \b
+    Example:
+      tcpvar kernel path
+    """
+    from tcpvar.capture.kernel_build import cached
+    from tcpvar.errors import KernelBuildError
+    from tcpvar.report import terminal
+
+    missing = []
+    for target in ("kernel", "tc"):
+        found = cached(target)
+        if found is None:
+            missing.append(target)
+        else:
+            terminal.data(f"{target}: {found}")
+    if missing:
+        raise KernelBuildError(f"not built yet: {', '.join(missing)} (run `tcpvar kernel build`)")
+
+
+def _status(first: str):
+    """A transient Rich status line on a terminal; nothing when piped."""
+    import contextlib
+    import sys
+
+    from tcpvar.report import terminal
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext(lambda text: None)
+
+    @contextlib.contextmanager
+    def show():
+        with terminal.err().status(first) as status:
+            yield lambda text: status.update(text)
+
+    return show()
