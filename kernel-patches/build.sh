@@ -170,9 +170,18 @@ build_tc() {
 	echo "$out/tc"
 }
 
-mkdir -p "$CACHE"
 case "$WHAT" in
-kernel) build_kernel ;;
-tc) build_tc ;;
+kernel | tc) ;;
 *) die "unknown target '$WHAT' (kernel or tc)" ;;
 esac
+mkdir -p "$CACHE"
+# one build of a target at a time: a second caller waits, then finds the
+# first one's result in the cache
+if [ -z "$CACHED_ONLY" ]; then
+	exec 9>"$CACHE/$WHAT.lock"
+	if ! flock -n 9; then
+		stage "waiting for another build of the $WHAT"
+		flock 9
+	fi
+fi
+"build_$WHAT"

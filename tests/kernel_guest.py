@@ -149,10 +149,12 @@ class Probe:
         (ev / "filter").write_text(f"sport == {PORT} || dport == {PORT}")
         (ev / "enable").write_text("1")
 
-    def stop(self) -> list[dict]:
+    def stop(self, raw: Path | None = None) -> list[dict]:
         (self.dir / "events" / "tcp" / "tcp_probe" / "enable").write_text("0")
         text = (self.dir / "trace").read_text()
         self.dir.rmdir()
+        if raw is not None:
+            raw.write_text(text)
         return parse_probe(text)
 
 
@@ -393,7 +395,7 @@ def case_ngwa():
     cap_rcv = Capture("rcv", "eth0", OUT / "ngwa_rcv.pcap")
     probe = Probe()
     doc = iperf(seconds=5)
-    events = probe.stop()
+    events = probe.stop(OUT / "ngwa_probe.trace")
     cap_mid.stop()
     cap_rcv.stop()
     RESULTS["ngwa"] = {
