@@ -19,7 +19,7 @@ def kernel():
 
 
 @kernel.command(short_help="Build (or find in the cache) the bzImage and tc.")
-@click.option("--jobs", "-j", type=int, metavar="N",
+@click.option("--jobs", "-j", type=click.IntRange(min=1), metavar="N",
               help="Parallel make jobs (default: CPUs + 1).")
 @click.option("--no-tc", is_flag=True, help="Build the kernel only, not tc.")
 def build(jobs, no_tc):

@@ -528,6 +528,7 @@ def main():
     if sys.argv[1] == "--source":
         return _source(int(sys.argv[2]), float(sys.argv[3]))
     OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "started").write_text("")
     for name in sys.argv[3:]:
         try:
             CASES[name]()
