@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tcpvar.errors import TestbedError, UsageError
 
+from .kernels import module_variants
 from .netns import need_root, need_tools
 from .params import RunParams
 from .topology import new_tag
@@ -18,12 +19,9 @@ BACKENDS = ("auto", "netns", "vm")
 
 def available_variants() -> set[str]:
     """The host kernel's congestion controls: loaded, built in, or as modules."""
-    found = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
-                .read_text().split())
-    mods = Path("/lib/modules") / platform.release() / "kernel" / "net" / "ipv4"
-    for f in mods.glob("tcp_*.ko*"):
-        found.add(f.name.split(".")[0][4:])
-    return found - {"diag"}
+    loaded = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                 .read_text().split())
+    return loaded | module_variants(Path("/lib/modules") / platform.release())
 
 
 @cache

@@ -37,15 +37,19 @@ class Kernel:
         None when that is only known once it runs."""
         if self.root is None or self.release is None:
             return None
-        found = {"reno"}
-        mods = self.root / "lib" / "modules" / self.release / "kernel" / "net" / "ipv4"
-        for f in mods.glob("tcp_*.ko*"):
-            found.add(f.name.split(".")[0][4:])
+        found = {"reno"} | module_variants(self.root / "lib" / "modules" / self.release)
         config = self.root / "boot" / f"config-{self.release}"
         if config.exists():
             for m in re.finditer(r"^CONFIG_TCP_CONG_(\w+)=y", config.read_text(), re.M):
                 found.add({"HSTCP": "highspeed"}.get(m.group(1), m.group(1).lower()))
         return found - NOT_VARIANTS
+
+
+def module_variants(moddir: Path) -> set[str]:
+    """Congestion controls a kernel's module folder offers (tcp_<name>.ko*)."""
+    found = {f.name.split(".")[0][4:] for f in (moddir / "kernel" / "net" / "ipv4")
+             .glob("tcp_*.ko*")}
+    return found - NOT_VARIANTS
 
 
 def resolve(spec: str, progress=None) -> Kernel:

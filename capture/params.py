@@ -129,6 +129,11 @@ class RunParams:
             out.append(Flow(i + 1, cc, role, start, self.duration_s - start))
         return out
 
+    @property
+    def peak_bps(self) -> float:
+        """The largest rate the bottleneck will have (queues are sized for it)."""
+        return max([self.bw_bps] + [r for _, r in self.schedule])
+
     def needed_ccs(self) -> list[str]:
         return sorted({f.cc for f in self.flow_plan()})
 

@@ -69,10 +69,8 @@ def port_base(seed: int, tag: str) -> int:
 def host_sysctls(params: RunParams) -> dict[str, str]:
     """Fresh hosts that remember nothing between runs, and socket buffers
     large enough that the window never caps the flow below the path."""
-    bdp = params.bw_bps * max(params.rtt_ms, 1) / 8000
     queue = params.buffer.bytes or (params.buffer.packets or 0) * MTU
-    peak = max([params.bw_bps] + [r for _, r in params.schedule])
-    top = int(max(6 << 20, 4 * (peak * max(params.rtt_ms, 1) / 8000 + queue), 2 * bdp))
+    top = int(max(6 << 20, 4 * (params.peak_bps * max(params.rtt_ms, 1) / 8000 + queue)))
     return {"net.ipv4.tcp_no_metrics_save": "1",
             "net.ipv4.tcp_rmem": f"4096 131072 {top}",
             "net.ipv4.tcp_wmem": f"4096 16384 {top}"}
@@ -128,8 +126,7 @@ class Experiment:
         self._phase("building the dumbbell")
         self.net.create(host_sysctls(p), self.progress)
         bdp_pkts = p.bw_bps * p.rtt_ms / 8000 / MTU
-        peak = max([p.bw_bps] + [r for _, r in p.schedule])
-        netem_limit = int(max(1000, 4 * peak * p.rtt_ms / 8000 / MTU + 1000))
+        netem_limit = int(max(1000, 4 * p.peak_bps * p.rtt_ms / 8000 / MTU + 1000))
         self.net.shape(p.shaper, p.bw_bps, p.buffer, p.rtt_ms, p.loss_pct, netem_limit)
         self.manifest["topology"] = {
             "namespaces": list(self.net.namespaces), "bdp_packets": round(bdp_pkts, 1),
