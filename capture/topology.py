@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .netns import run, run_batch
 from .params import MTU, Buffer
@@ -25,6 +26,10 @@ from .params import MTU, Buffer
 # offloads that merge or split segments would make the pcaps show other
 # packets than those on the emulated wire, and the qdiscs queue super-packets
 OFFLOADS = ("tso", "gso", "gro", "lro")
+FRAME = MTU + 14              # a full packet on the emulated Ethernet links
+# the testbed is IPv4: without IPv6, no router solicitations or MLD reports
+# share the bottleneck queue with the flows (its drops are the flows' drops)
+NO_IPV6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
 
 
 def new_tag() -> str:
@@ -94,12 +99,14 @@ class Dumbbell:
             run(["ip", "netns", "add", name])
             self.namespaces.append(name)
         run_batch(["ip"], links)
+        quiet = NO_IPV6 if Path("/proc/sys/net/ipv6").exists() else {}
         for k, name in enumerate(names):
             if progress:
                 progress({"phase": f"building the dumbbell ({k + 1}/{len(names)} hosts)"})
-            run_batch(["ip", "-n", name], inside[name])
-            settings = dict(sysctls) if name in hosts else {"net.ipv4.ip_forward": "1"}
+            # before the links come up, so no IPv6 chatter ever enters the queues
+            settings = {**quiet, **(sysctls if name in hosts else {"net.ipv4.ip_forward": "1"})}
             run(["sysctl", "-qw", *(f"{key}={v}" for key, v in settings.items())], ns=name)
+            run_batch(["ip", "-n", name], inside[name])
             # every offload off on every link of the namespace, in one process
             off = " ".join(f"{o} off" for o in OFFLOADS)
             run(["sh", "-c", f'for d; do ethtool -K "$d" {off} 2>/dev/null; done; true',
@@ -107,8 +114,10 @@ class Dumbbell:
 
     # -- path emulation --------------------------------------------------
     def shape(self, shaper: str, rate_bps: float, buffer: Buffer, rtt_ms: float,
-              loss_pct: float, netem_limit: int) -> None:
-        """The bottleneck queue on rl, the delay and loss on rd."""
+              loss_pct: float, netem_limit: int, ngwa: bool | None = None) -> None:
+        """The bottleneck queue on rl, the delay and loss on rd. With @ngwa
+        (True: flow division) the queue is the patched kernel's byte-limited
+        ngwa qdisc, which writes its free space into the NGWA option."""
         rl, rd = self.ns("rl"), self.ns("rd")
         if shaper == "tbf":
             run(["tc", "qdisc", "add", "dev", "right", "root", "handle", "1:", "tbf",
@@ -120,8 +129,12 @@ class Dumbbell:
             run(["tc", "class", "add", "dev", "right", "parent", "1:", "classid", "1:1",
                  "htb", *self._htb_args(rate_bps)], ns=rl)
             parent = "1:1"
-        fifo = (["pfifo", "limit", str(buffer.packets)] if buffer.packets is not None
-                else ["bfifo", "limit", str(buffer.bytes)])
+        if ngwa is not None:
+            fifo = ["ngwa", "limit", str(queue_bytes(buffer)), *(["fd"] if ngwa else [])]
+        elif buffer.packets is not None:
+            fifo = ["pfifo", "limit", str(buffer.packets)]
+        else:
+            fifo = ["bfifo", "limit", str(buffer.bytes)]
         run(["tc", "qdisc", "add", "dev", "right", "parent", parent, "handle", "10:", *fifo],
             ns=rl)
         if rtt_ms > 0 or loss_pct > 0:
@@ -147,13 +160,13 @@ class Dumbbell:
     @staticmethod
     def _htb_args(rate_bps: float) -> list[str]:
         rate = f"{int(rate_bps)}bit"
-        return ["rate", rate, "ceil", rate, "quantum", str(MTU + 14)]
+        return ["rate", rate, "ceil", rate, "quantum", str(FRAME)]
 
     @staticmethod
     def _tbf_args(rate_bps: float) -> list[str]:
         # a bucket of 10 ms at the rate (at least two packets) keeps TBF
         # accurate whatever the kernel's HZ
-        burst = max(int(rate_bps / 8 / 100), 2 * (MTU + 14))
+        burst = max(int(rate_bps / 8 / 100), 2 * FRAME)
         return ["rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(4 * burst)]
 
     def qdisc_stats(self) -> str:
@@ -191,6 +204,11 @@ class Dumbbell:
                 left.append(name)
         self.namespaces = [n for n in self.namespaces if n in left]
         return left
+
+
+def queue_bytes(buffer: Buffer) -> int:
+    """The byte limit of a queue given in packets (full frames) or bytes."""
+    return buffer.bytes if buffer.bytes is not None else buffer.packets * FRAME
 
 
 def existing_namespaces(prefix: str = "tcpvar-") -> list[str]:
