@@ -24,6 +24,7 @@ def run_summary(con, run_id: int) -> dict:
     cur = con.execute(sql("run_flows"), {"run_id": run_id})
     names = [d[0] for d in cur.description]
     doc["flows"] = [_flow(dict(zip(names, r))) for r in cur.fetchall()]
+    doc["bottleneck"] = _bottleneck(con, run_id)
     doc["jain"] = _jain(con, doc)
     if doc["params"] and doc["params"].get("mode") == "friendliness":
         doc["friendliness"] = _friendliness(doc["flows"])
@@ -46,7 +47,23 @@ def _flow(r: dict) -> dict:
         "rto_max_ms": r["rto_max_ms"],
         "rto_events": r["rto_events"], "rto_events_source": r["rto_events_source"],
         "probe_events": r["probe_events"],
+        "ngwa_window_bytes": None if not r["ngwa_packets"] else {
+            "packets": r["ngwa_packets"], "min": r["ngwa_min_bytes"],
+            "median": r["ngwa_median_bytes"]},
     }
+
+
+def _bottleneck(con, run_id: int) -> dict | None:
+    """The bottleneck queue (under the rate limiter on rl) when the run ended."""
+    row = con.execute("SELECT kind, options, packets, drops, backlog, xstats FROM qdisc_stats "
+                      "WHERE run_id = $1 AND router = 'rl' AND parent = '1:1'",
+                      [run_id]).fetchone()
+    if row is None:
+        return None
+    kind, options, packets, drops, backlog, xstats = row
+    return {"qdisc": kind, "limit": json.loads(options).get("limit"), "sent_packets": packets,
+            "drops": drops, "backlog_bytes": backlog,
+            "counters": json.loads(xstats) if xstats else None}
 
 
 def _jain(con, doc: dict) -> dict | None:

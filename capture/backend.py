@@ -56,6 +56,13 @@ def choose(requested: str, params: RunParams, kernel: str | None) -> tuple[str, 
         raise UsageError(f"unknown backend {requested!r} (one of {', '.join(BACKENDS)})")
     need_root()
     need_tools("ip", "tc", "ethtool", "iperf3", "tcpdump", "ss", "sysctl")
+    if params.needs_patched_kernel:
+        option = "--ngwa" if params.ngwa_mode is not None else "--wbrto"
+        if requested == "netns" or kernel == "stock":
+            raise UsageError(f"{option} needs the patched kernel of kernel-patches/, "
+                             f"which runs in the micro-VM: use --backend vm or auto, "
+                             f"--kernel patched or a bzImage built from it")
+        return "vm", f"{option} needs the patched kernel, which boots in the micro-VM"
     if kernel is not None:
         if requested == "netns":
             raise UsageError("--kernel chooses the micro-VM's kernel: use --backend vm or auto")

@@ -27,6 +27,14 @@ def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     if not os.path.ismount(TRACEFS):
         subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True)
+    # tcp:tcp_probe was switched on at boot (vm.py): the recorders' own
+    # instances then never patch kernel text; the top-level buffer stays off
+    try:
+        Path(TRACEFS, "tracing_on").write_text("0")
+    except OSError:
+        pass
+    if spec.get("path"):
+        os.environ["PATH"] = os.pathsep.join([*spec["path"], os.environ.get("PATH", "")])
     say("ready", kernel=os.uname().release)
     params = RunParams.from_json(spec["params"])
     for run in spec["runs"]:

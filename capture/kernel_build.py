@@ -141,28 +141,32 @@ def _result_path(stdout: str, target: str) -> Path:
     return path
 
 
-def patched_kernel(build: bool = True) -> Path:
-    """The bzImage of the patched kernel, built first if missing and @build.
+def patched_kernel(build: bool = True, progress=None) -> Path:
+    """The bzImage of the patched kernel, built first if missing and @build
+    (its stages reported to @progress, as `tcpvar run` phases).
 
     Without @build, a missing image is an error telling to run
     `tcpvar kernel build`.
     """
-    image = cached("kernel")
-    if image is not None:
-        return image
-    if not build:
-        raise KernelBuildError("the patched kernel is not built yet: run `tcpvar kernel build`")
-    return run_build("kernel")
+    return _built("kernel", build, progress)
 
 
-def patched_tc(build: bool = True) -> Path:
+def patched_tc(build: bool = True, progress=None) -> Path:
     """The tc binary that knows the ngwa qdisc, built first if missing and @build."""
-    tc = cached("tc")
-    if tc is not None:
-        return tc
+    return _built("tc", build, progress)
+
+
+def _built(target: str, build: bool, progress) -> Path:
+    found = cached(target)
+    if found is not None:
+        return found
     if not build:
-        raise KernelBuildError("the patched tc is not built yet: run `tcpvar kernel build`")
-    return run_build("tc")
+        raise KernelBuildError(f"the patched {target} is not built yet: "
+                               f"run `tcpvar kernel build`")
+    def on_stage(text: str) -> None:
+        progress({"phase": f"building the patched {target} (once; minutes): {text}"})
+
+    return run_build(target, on_stage=on_stage if progress else None)
 
 
 def elapsed(start: float) -> str:

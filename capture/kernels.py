@@ -59,7 +59,7 @@ def resolve(spec: str, progress=None) -> Kernel:
     if spec == "patched":
         from .kernel_build import patched_kernel
 
-        return Kernel("patched", Path(patched_kernel(build=True)), None)
+        return Kernel("patched", patched_kernel(build=True, progress=progress), None)
     path = Path(spec)
     if not path.is_file():
         raise VmError(f"--kernel {spec}: no such kernel image (use stock, patched, "

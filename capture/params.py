@@ -12,6 +12,12 @@ REFERENCE_CC = "reno"      # the background flow of friendliness runs (the paper
 MTU = 1500
 MAX_RTT_MS = 10_000.0
 MAX_RATE_BPS = 100e9
+# NGWA modes of Talau & Wille (Table 1): congestion window, smoothing (SE), flow division (FD)
+NGWA_MODES = {1: (True, False, False), 2: (True, True, False), 3: (False, False, False),
+              4: (False, True, False), 5: (True, False, True), 6: (True, True, True),
+              7: (False, False, True), 8: (False, True, True)}
+# WB-RTO weight scales (Psaras & Tsaoussidis) -> net.ipv4.tcp_wbrto_scale
+WBRTO_SCALES = {"small": 0, "medium": 1, "wide": 2}
 
 _RATE_UNITS = {"": 1, "bit": 1, "bps": 1, "k": 1e3, "kbit": 1e3, "kbps": 1e3,
                "m": 1e6, "mbit": 1e6, "mbps": 1e6, "g": 1e9, "gbit": 1e9, "gbps": 1e9}
@@ -114,6 +120,9 @@ class RunParams:
     repeat: int = 1
     seed: int = 0
     shaper: str = "htb"
+    ngwa_mode: int | None = None       # 1-8, or None: no NGWA (patched kernel only)
+    wbrto: str | None = None           # a WBRTO_SCALES key, or None: the stock RTO
+    wbrto_unit_ms: int = 1000
 
     def flow_plan(self) -> list[Flow]:
         """Who runs what and when: later flows start start_gap_s apart and all
@@ -133,6 +142,28 @@ class RunParams:
     def peak_bps(self) -> float:
         """The largest rate the bottleneck will have (queues are sized for it)."""
         return max([self.bw_bps] + [r for _, r in self.schedule])
+
+    @property
+    def needs_patched_kernel(self) -> bool:
+        return self.ngwa_mode is not None or self.wbrto is not None
+
+    def mechanism_sysctls(self) -> dict[str, str]:
+        """The patched kernel's sysctls for --ngwa and --wbrto, set on every
+        host (kernel-patches/README.md: each end reads its own)."""
+        out = {}
+        if self.ngwa_mode is not None:
+            cw, se, _ = NGWA_MODES[self.ngwa_mode]
+            out.update({"net.ipv4.tcp_ngwa": "1", "net.ipv4.tcp_ngwa_cwnd": str(int(cw)),
+                        "net.ipv4.tcp_ngwa_smooth": str(int(se))})
+        if self.wbrto is not None:
+            out.update({"net.ipv4.tcp_wbrto": "1",
+                        "net.ipv4.tcp_wbrto_scale": str(WBRTO_SCALES[self.wbrto]),
+                        "net.ipv4.tcp_wbrto_unit_ms": str(self.wbrto_unit_ms)})
+        return out
+
+    @property
+    def ngwa_flow_division(self) -> bool:
+        return self.ngwa_mode is not None and NGWA_MODES[self.ngwa_mode][2]
 
     def needed_ccs(self) -> list[str]:
         return sorted({f.cc for f in self.flow_plan()})
@@ -157,7 +188,9 @@ class RunParams:
 
 def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str,
                 duration_s: float, flows: int | None, mode: str, start_gap_s: float | None,
-                schedule: str | None, repeat: int, seed: int, shaper: str = "htb") -> RunParams:
+                schedule: str | None, repeat: int, seed: int, shaper: str = "htb",
+                ngwa: int | None = None, wbrto: str | None = None,
+                wbrto_unit_ms: int = 1000) -> RunParams:
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
@@ -193,6 +226,12 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
     if steps and steps[-1][0] >= duration_s:
         raise UsageError(f"bandwidth schedule step at {steps[-1][0]:g} s is after "
                          f"the run's end ({duration_s:g} s)")
+    if ngwa is not None and ngwa not in NGWA_MODES:
+        raise UsageError(f"--ngwa {ngwa}: the NGWA modes are 1 to 8 (Table 1 of the paper)")
+    if wbrto is not None and wbrto not in WBRTO_SCALES:
+        raise UsageError(f"--wbrto {wbrto!r}: one of {', '.join(WBRTO_SCALES)}")
+    if not 1 <= wbrto_unit_ms <= 60000:
+        raise UsageError(f"--wbrto-unit {wbrto_unit_ms}: must be 1 to 60000 ms")
     bw_bps = steps[0][1] if steps else parse_rate(bw)
     # the queue is sized for the largest rate the path will have
     peak = max([r for _, r in steps] or [bw_bps])
@@ -200,4 +239,4 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
                      buffer=parse_buffer(buffer, peak, rtt_ms), buffer_text=buffer,
                      duration_s=duration_s, flows=flows, mode=mode,
                      start_gap_s=start_gap_s, schedule=steps, repeat=repeat, seed=seed,
-                     shaper=shaper)
+                     shaper=shaper, ngwa_mode=ngwa, wbrto=wbrto, wbrto_unit_ms=wbrto_unit_ms)

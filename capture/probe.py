@@ -274,13 +274,20 @@ class Recorder:
 class TracefsRecorder(Recorder):
     """The tracepoint through a tracefs instance of our own: mono clock,
     a filter on the ports, trace_pipe copied to a file by a `cat` child (so the
-    ring buffer never waits for Python), overruns counted per CPU."""
+    ring buffer never waits for Python), overruns counted per CPU.
+
+    With @boot_enabled (a micro-VM booted with trace_event=tcp:tcp_probe,
+    whose tracing is all tcpvar's) it uses the top-level buffer instead and
+    starts and stops with tracing_on: enabling the event, or a second
+    instance of it, would patch kernel text, which under QEMU's TCG now and
+    then oopses the guest."""
 
     BUFFER_KB = 8192   # per CPU
 
-    def __init__(self, *args, extended: bool = False, **kw):
+    def __init__(self, *args, extended: bool = False, boot_enabled: bool = False, **kw):
         super().__init__(*args, **kw)
         self.source = "tracefs-ext" if extended else "tracefs"
+        self.boot_enabled = boot_enabled
         self.instance: Path | None = None
         self.cat: subprocess.Popen | None = None
         self.raw_path = self.out_dir / "tcp_probe.trace"
@@ -289,28 +296,22 @@ class TracefsRecorder(Recorder):
     def start(self) -> None:
         if self.started:
             return
-        root = tracefs_root()
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        name = f"tcpvar-{os.getpid()}-{next(_instance_seq)}-{time.monotonic_ns() % 10**6}"
-        inst = root / "instances" / name
-        try:
-            inst.mkdir()
-        except OSError as exc:
-            raise ProbeError(f"cannot create the tracefs instance {inst}: "
-                             f"{exc.strerror} (tcp_probe needs root)") from None
-        self.instance = inst
+        inst = self.instance = self._instance()
         try:
             ev = inst / "events" / "tcp" / "tcp_probe"
             (inst / "tracing_on").write_text("0")
             (inst / "trace_clock").write_text("mono")
             (inst / "buffer_size_kb").write_text(str(self.BUFFER_KB))
             (ev / "filter").write_text(_port_filter(self.ports, self.cookie))
+            (inst / "trace").write_text("")     # what an earlier run left
             self.offset_ns = mono_to_realtime_ns()
             with open(self.raw_path, "wb") as raw:
                 # its own session: a Ctrl-C meant for tcpvar must not stop it early
                 self.cat = subprocess.Popen(["cat", str(inst / "trace_pipe")], stdout=raw,
                                             stdin=subprocess.DEVNULL, start_new_session=True)
-            (ev / "enable").write_text("1")
+            if not self.boot_enabled:
+                (ev / "enable").write_text("1")
             (inst / "tracing_on").write_text("1")
             self.started_ns = time.time_ns()
         except BaseException as exc:
@@ -319,6 +320,26 @@ class TracefsRecorder(Recorder):
                 raise ProbeError(f"cannot set up tracing in {inst}: {exc.strerror}") from None
             raise
         self.started = True
+
+    def _instance(self) -> Path:
+        root = tracefs_root()
+        if self.boot_enabled:
+            return root
+        name = f"tcpvar-{os.getpid()}-{next(_instance_seq)}-{time.monotonic_ns() % 10**6}"
+        inst = root / "instances" / name
+        try:
+            inst.mkdir()
+        except OSError as exc:
+            raise ProbeError(f"cannot create the tracefs instance {inst}: "
+                             f"{exc.strerror} (tcp_probe needs root)") from None
+        return inst
+
+    def _pause(self) -> None:
+        """No more events into the buffer."""
+        if self.boot_enabled:
+            (self.instance / "tracing_on").write_text("0")
+        else:
+            (self.instance / "events" / "tcp" / "tcp_probe" / "enable").write_text("0")
 
     def _overruns(self) -> int:
         lost = 0
@@ -342,7 +363,7 @@ class TracefsRecorder(Recorder):
         if self.instance is not None:
             try:
                 (self.instance / "tracing_on").write_text("0")
-                (self.instance / "events" / "tcp" / "tcp_probe" / "enable").write_text("0")
+                self._pause()
             except OSError:
                 pass
         if self.cat is not None:
@@ -354,7 +375,7 @@ class TracefsRecorder(Recorder):
                     self.cat.kill()
                     self.cat.wait()
             self.cat = None
-        if self.instance is not None:
+        if self.instance is not None and not self.boot_enabled:
             for _ in range(50):
                 try:
                     self.instance.rmdir()
@@ -369,8 +390,7 @@ class TracefsRecorder(Recorder):
         if self.stats is not None:
             return self.stats
         try:
-            ev = self.instance / "events" / "tcp" / "tcp_probe"
-            (ev / "enable").write_text("0")
+            self._pause()
             self.stopped_ns = time.time_ns()
             deadline = time.monotonic() + 10
             while self._entries_left() and time.monotonic() < deadline:
@@ -551,13 +571,16 @@ def need_root() -> None:
 
 
 def open_probe(out_dir: Path, ports: list[int], prefer: str = "auto",
-               addrs: list[str] | None = None, cookie: int | None = None) -> Recorder:
+               addrs: list[str] | None = None, cookie: int | None = None,
+               own_tracing: bool = False) -> Recorder:
     """A recorder for the events of sockets whose local or remote port is in
     `ports` (and address in `addrs`, and cookie `cookie`, when given): the
     extended tracepoint when the kernel has it, else the eBPF hook when the
     kernel has BPF and BTF and the hook is built, else the stock tracepoint.
     `rec.source` says which was chosen and `rec.reason` why, in one line.
-    A `prefer` that cannot be served raises ProbeError."""
+    A `prefer` that cannot be served raises ProbeError. `own_tracing`: the
+    kernel's tracing is all tcpvar's (a micro-VM guest), so a tracepoint on
+    since boot is recorded from the top-level buffer (TracefsRecorder)."""
     if prefer not in PREFER:
         raise ProbeError(f"unknown probe source {prefer!r} (one of {', '.join(PREFER)})")
     for p in ports:
@@ -572,19 +595,22 @@ def open_probe(out_dir: Path, ports: list[int], prefer: str = "auto",
             raise ProbeError(f"bad address {a!r}") from None
     if len(addrs or []) > 8:
         raise ProbeError("at most 8 addresses")
-    kw = {"addrs": addrs, "cookie": cookie}
     need_root()
     root = tracefs_root()
     extended = has_extended_tracepoint(root)
+    boot_enabled = own_tracing and _read(root / "events" / "tcp" / "tcp_probe" / "enable") == "1"
+    kw = {"addrs": addrs, "cookie": cookie}
+    tracefs_kw = {**kw, "boot_enabled": boot_enabled}
     if prefer == "tracefs-ext" and not extended:
         raise ProbeError("this kernel's tcp:tcp_probe has no extended fields (it is not "
                          "built from kernel-patches/)")
     if prefer in ("auto", "tracefs-ext") and extended:
         return TracefsRecorder(out_dir, ports, extended=True,
                                reason="the kernel's tcp:tcp_probe has the extended fields",
-                               **kw)
+                               **tracefs_kw)
     if prefer == "tracefs":
-        return TracefsRecorder(out_dir, ports, reason="stock tcp:tcp_probe, as asked", **kw)
+        return TracefsRecorder(out_dir, ports, reason="stock tcp:tcp_probe, as asked",
+                               **tracefs_kw)
     why_not = _bpf_unavailable()
     rec = None
     if why_not is None:
@@ -600,9 +626,16 @@ def open_probe(out_dir: Path, ports: list[int], prefer: str = "auto",
             return rec
     if prefer == "bpf":
         raise ProbeError(f"the eBPF hook cannot be used: {why_not}")
-    return TracefsRecorder(out_dir, ports, **kw,
+    return TracefsRecorder(out_dir, ports, **tracefs_kw,
                            reason=f"stock tcp:tcp_probe (no rto, rttvar or loss state): "
                                   f"{why_not}")
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
 
 
 def _bpf_unavailable() -> str | None:

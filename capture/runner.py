@@ -42,6 +42,10 @@ RECORDED_SYSCTLS = (
     "net.ipv4.tcp_timestamps", "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_ecn",
     "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_frto", "net.ipv4.tcp_early_retrans",
     "net.ipv4.tcp_recovery", "net.ipv4.tcp_slow_start_after_idle", "net.core.default_qdisc",
+    # the patched kernel's (none on other kernels)
+    "net.ipv4.tcp_ngwa", "net.ipv4.tcp_ngwa_cwnd", "net.ipv4.tcp_ngwa_smooth",
+    "net.ipv4.tcp_ngwa_alpha", "net.ipv4.tcp_wbrto", "net.ipv4.tcp_wbrto_scale",
+    "net.ipv4.tcp_wbrto_unit_ms",
 )
 STOP_FILE = ".stop"           # a file the host creates to end a run in the VM early
 SETTLE_S = 1.0                # time for the last ACKs to come back before captures stop
@@ -73,7 +77,8 @@ def host_sysctls(params: RunParams) -> dict[str, str]:
     top = int(max(6 << 20, 4 * (params.peak_bps * max(params.rtt_ms, 1) / 8000 + queue)))
     return {"net.ipv4.tcp_no_metrics_save": "1",
             "net.ipv4.tcp_rmem": f"4096 131072 {top}",
-            "net.ipv4.tcp_wmem": f"4096 16384 {top}"}
+            "net.ipv4.tcp_wmem": f"4096 16384 {top}",
+            **params.mechanism_sysctls()}
 
 
 class Experiment:
@@ -101,6 +106,7 @@ class Experiment:
         need_root()
         need_tools("ip", "tc", "ethtool", "iperf3", "tcpdump", "ss", "sysctl")
         load_variants(self.params.needed_ccs())
+        check_mechanisms(self.params)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.manifest = self._manifest_head()
         self._write_manifest()
@@ -127,7 +133,8 @@ class Experiment:
         self.net.create(host_sysctls(p), self.progress)
         bdp_pkts = p.bw_bps * p.rtt_ms / 8000 / MTU
         netem_limit = int(max(1000, 4 * p.peak_bps * p.rtt_ms / 8000 / MTU + 1000))
-        self.net.shape(p.shaper, p.bw_bps, p.buffer, p.rtt_ms, p.loss_pct, netem_limit)
+        self.net.shape(p.shaper, p.bw_bps, p.buffer, p.rtt_ms, p.loss_pct, netem_limit,
+                       ngwa=None if p.ngwa_mode is None else p.ngwa_flow_division)
         self.manifest["topology"] = {
             "namespaces": list(self.net.namespaces), "bdp_packets": round(bdp_pkts, 1),
             "netem_limit": netem_limit, "offloads_off": ["tso", "gso", "gro", "lro"],
@@ -163,7 +170,7 @@ class Experiment:
         from . import probe
 
         ports = [fe.dport for fe in self.flows]
-        self.recorder = probe.open_probe(self.dir, ports)
+        self.recorder = probe.open_probe(self.dir, ports, own_tracing=self.backend == "vm")
         self.recorder.start()
         self.manifest["probe"] = {"source": self.recorder.source,
                                   "reason": getattr(self.recorder, "reason", None)}
@@ -335,6 +342,15 @@ def load_variants(ccs: list[str]) -> None:
     if missing:
         raise TestbedError(f"kernel {platform.release()} has no congestion control "
                            f"{missing[0]!r} (available: {avail.read_text().strip()})")
+
+
+def check_mechanisms(params: RunParams) -> None:
+    """--ngwa and --wbrto need the kernel of kernel-patches/ (its sysctls)."""
+    for wanted, option, key in ((params.ngwa_mode, "--ngwa", "tcp_ngwa"),
+                                (params.wbrto, "--wbrto", "tcp_wbrto")):
+        if wanted is not None and not Path(f"/proc/sys/net/ipv4/{key}").exists():
+            raise TestbedError(f"{option}: kernel {platform.release()} has no "
+                               f"net.ipv4.{key} (boot the patched kernel: --kernel patched)")
 
 
 def _ss_field(text: str, pattern: str) -> float | None:

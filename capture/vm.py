@@ -93,6 +93,12 @@ class Guest:
 def _vng_args(kernel: Kernel, out_dir: Path, spec: Path, name: str, kvm: bool) -> list[str]:
     args = ["vng", "--name", name, "-r", str(kernel.image), "--cpus", str(VM_CPUS),
             "--memory", VM_MEMORY, f"--rwdir={out_dir}", "--cwd", str(out_dir)]
+    if kernel.kind != "stock":
+        # a kernel with the extended tracepoint is recorded through tracefs:
+        # switching the event on at run time patches kernel text
+        # (text_poke_bp), which under TCG with two vCPUs now and then oopses;
+        # on from boot, the recorder's start and stop patch nothing
+        args += ["--append", "trace_event=tcp:tcp_probe"]
     if not kvm:
         args.append("--disable-kvm")
     return args + ["--", sys.executable, "-m", "tcpvar.capture.guest", str(spec)]

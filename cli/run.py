@@ -44,6 +44,14 @@ from tcpvar.errors import ExitStatus
 @click.option("--kernel", metavar="stock|patched|PATH",
               help="Kernel the vm backend boots: Debian's stock package (default), the one "
                    "built from kernel-patches/, or a bzImage.")
+@click.option("--ngwa", "ngwa", type=click.IntRange(1, 8), metavar="MODE",
+              help="NGWA mode 1-8 (Talau & Wille, Table 1) on every host, and the ngwa "
+                   "qdisc as the bottleneck queue. Needs the patched kernel.")
+@click.option("--wbrto", type=click.Choice(["small", "medium", "wide"]),
+              help="WB-RTO on every host with this weight scale. Needs the patched kernel.")
+@click.option("--wbrto-unit", "wbrto_unit_ms", default=1000, show_default=True,
+              type=click.IntRange(1, 60000), metavar="MS",
+              help="WB-RTO's unit: the RTO is drawn in (srtt, c x a_i x unit].")
 @click.option("--boot-timeout", default=180.0, show_default=True, type=float, metavar="S",
               help="Give up on a micro-VM that has not booted by then.")
 @click.option("--out", "out_dir", default="runs", show_default=True,
@@ -54,7 +62,8 @@ from tcpvar.errors import ExitStatus
               help="Print JSON (docs/run.md) instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, bw_schedule,
-        shaper, repeat, seed, backend, kernel, boot_timeout, out_dir, db_path, as_json, quiet):
+        shaper, repeat, seed, backend, kernel, ngwa, wbrto, wbrto_unit_ms, boot_timeout, out_dir,
+        db_path, as_json, quiet):
     """Run iperf3 flows over an emulated dumbbell and summarise them.
 
     Builds the topology of Callegari et al. (senders, a router with the
@@ -66,6 +75,11 @@ def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, 
     (iperf3 and pcap), retransmissions, RTT, cwnd and RTO events, Jain's
     index and friendliness. Needs root.
 
+    With --ngwa or --wbrto the run boots the kernel of kernel-patches/
+    (built on first use, in minutes) with NGWA or WB-RTO switched on; the
+    NGWA modes with a congestion window are the paper's with New Reno
+    (--cc reno).
+
     \b
     Examples:
       tcpvar run --cc cubic --rtt 100
@@ -73,6 +87,8 @@ def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, 
       tcpvar run --cc vegas --mode friendliness --json
       tcpvar run --cc htcp --bw-schedule 0:20mbit,20:10mbit,40:20mbit --duration 60
       tcpvar run --cc cubic --kernel patched --backend vm
+      tcpvar run --cc reno --mode fairness --ngwa 5 --buffer 100
+      tcpvar run --cc reno --flows 12 --bw 1mbit --wbrto medium
     """
     from tcpvar.capture.params import make_params
     from tcpvar.experiment import RunRequest, execute
@@ -81,7 +97,8 @@ def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, 
     params = make_params(cc=cc, rtt_ms=rtt_ms, loss_pct=loss_pct, bw=bw, buffer=buffer,
                          duration_s=duration_s, flows=flows, mode=mode,
                          start_gap_s=start_gap_s, schedule=bw_schedule, repeat=repeat,
-                         seed=seed, shaper=shaper)
+                         seed=seed, shaper=shaper, ngwa=ngwa, wbrto=wbrto,
+                         wbrto_unit_ms=wbrto_unit_ms)
     with runs.LiveProgress(quiet=quiet) as progress:
         outcome = execute(db_path, RunRequest(params, backend, kernel, out_dir, boot_timeout),
                           progress)

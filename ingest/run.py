@@ -1,6 +1,7 @@
 """A run folder -> the store: the run and its flows (manifest and iperf3
 reports), iperf3's intervals, both pcaps (through the capture ingest), the
-tcp_probe events, and each flow's connection in the sender capture."""
+tcp_probe events, the routers' queue statistics, and each flow's connection
+in the sender capture."""
 from __future__ import annotations
 
 import json
@@ -60,6 +61,10 @@ def load_run(store, run_dir: Path, progress=None) -> int:
              captures.get("bottleneck"), m.get("tcpvar_version") or __version__])
         for f in m.get("flows", []):
             _load_flow(c, run_id, run_dir, f, captures.get("sender"))
+        qdiscs = qdisc_rows(run_id, run_dir)
+        if qdiscs:
+            c.executemany("INSERT INTO qdisc_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
+                          "$9, $10, $11, $12, $13, $14, $15)", qdiscs)
     _load_probe(store, run_id, run_dir, m)
     return run_id
 
@@ -85,6 +90,28 @@ def _load_flow(con, run_id: int, run_dir: Path, f: dict, sender_capture: int | N
     if rows:
         con.executemany("INSERT INTO iperf_intervals VALUES "
                         "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", rows)
+
+
+# what `tc -s -j qdisc` prints of every qdisc; the rest is the qdisc's xstats
+_QDISC_KEYS = {"router", "dev", "kind", "handle", "parent", "root", "refcnt", "options",
+               "bytes", "packets", "drops", "overlimits", "requeues", "backlog", "qlen",
+               "offloaded", "ingress_block", "egress_block"}
+
+
+def qdisc_rows(run_id: int, run_dir: Path) -> list[list]:
+    """tc-stats.json (the runner's `tc -s -j qdisc` of each router link)."""
+    try:
+        qdiscs = json.loads((run_dir / "tc-stats.json").read_text())
+    except (OSError, ValueError):
+        return []
+    rows = []
+    for q in qdiscs:
+        xstats = {k: v for k, v in q.items() if k not in _QDISC_KEYS}
+        rows.append([run_id, q.get("router"), q.get("dev"), q.get("kind"), q.get("handle"),
+                     q.get("parent"), q.get("bytes"), q.get("packets"), q.get("drops"),
+                     q.get("overlimits"), q.get("requeues"), q.get("backlog"), q.get("qlen"),
+                     json.dumps(q.get("options") or {}), json.dumps(xstats) if xstats else None])
+    return rows
 
 
 def _load_probe(store, run_id: int, run_dir: Path, m: dict) -> None:

@@ -29,6 +29,10 @@ def _title(s: dict) -> str:
     title = (f"run {s['run_id']} ({s['name']}): {p.get('mode')} on {s['backend']}, "
              f"kernel {s['kernel']}, RTT {p.get('rtt_ms'):g} ms, loss {p.get('loss_pct'):g}%, "
              f"bottleneck {bw}, {p.get('duration_s'):g} s")
+    if p.get("ngwa_mode") is not None:
+        title += f", NGWA mode {p['ngwa_mode']}"
+    if p.get("wbrto") is not None:
+        title += f", WB-RTO {p['wbrto']} (unit {p.get('wbrto_unit_ms')} ms)"
     if s["status"] != "complete":
         title += f" — {s['status'].upper()}"
     return title
@@ -54,6 +58,19 @@ def summary_lines(s: dict) -> list[str]:
                              f"{source})")
         lines.append(f"friendliness of flow {fr['flow']} ({fr['cc']}) against flow "
                      f"{fr['reference_flow']} ({fr['reference_cc']}): " + "; ".join(parts))
+    b = s.get("bottleneck")
+    if b:
+        unit = "packets" if b["qdisc"] == "pfifo" else "bytes"
+        line = (f"bottleneck queue {b['qdisc']} (limit {b['limit']} {unit}): "
+                f"{b['sent_packets']} packets sent, {b['drops']} dropped")
+        if b["counters"]:
+            line += "; " + ", ".join(f"{k} {v}" for k, v in b["counters"].items())
+        lines.append(line)
+    ngwa = [f for f in s["flows"] if f.get("ngwa_window_bytes")]
+    if ngwa:
+        lines.append("NGWA window after the bottleneck: " + "; ".join(
+            f"flow {f['flow']} median {f['ngwa_window_bytes']['median']:.0f} B, "
+            f"min {f['ngwa_window_bytes']['min']} B" for f in ngwa))
     if s["probe_source"]:
         lost = s["probe_lost"]
         lines.append(f"tcp_probe ({s['probe_source']}): {s['probe_events']} events, "

@@ -184,6 +184,25 @@ CREATE TABLE IF NOT EXISTS flows (
     PRIMARY KEY (run_id, flow)
 );
 
+-- The queues of a run's routers at its end (`tc -s -j qdisc`): the
+-- bottleneck's rate limiter and queue on rl, the netem delay on rd.
+CREATE TABLE IF NOT EXISTS qdisc_stats (
+    run_id      INTEGER,
+    router      VARCHAR,                -- 'rl' (bottleneck) or 'rd' (delay)
+    dev         VARCHAR,
+    kind        VARCHAR,                -- htb, tbf, pfifo, bfifo, ngwa, netem
+    handle      VARCHAR,
+    parent      VARCHAR,                -- NULL for a root qdisc
+    bytes       BIGINT,                 -- sent
+    packets     BIGINT,
+    drops       BIGINT,
+    overlimits  BIGINT,
+    requeues    BIGINT,
+    backlog     BIGINT,                 -- bytes still queued
+    qlen        BIGINT,
+    options     JSON,                   -- as tc prints them (limit, rate, fd, ...)
+    xstats      JSON                    -- the qdisc's own counters (ngwa: lowered, ...)
+);
 -- iperf3's per-interval reports (sender side), one row per flow and interval.
 CREATE TABLE IF NOT EXISTS iperf_intervals (
     run_id      INTEGER,

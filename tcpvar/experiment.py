@@ -86,9 +86,11 @@ def _on_host(params: RunParams, runs: list[dict], progress) -> None:
 def _in_vm(req: RunRequest, runs: list[dict], out_dir: Path, tag: str, progress) -> None:
     from tcpvar.capture import kernels, vm
 
-    kernel = kernels.resolve(req.kernel or "stock", progress)
+    params = req.params
+    kernel = kernels.resolve(req.kernel or ("patched" if params.needs_patched_kernel
+                                            else "stock"), progress)
     offered = kernel.variants()
-    missing = [c for c in req.params.needed_ccs() if offered is not None and c not in offered]
+    missing = [c for c in params.needed_ccs() if offered is not None and c not in offered]
     if missing:
         raise UsageError(f"unknown congestion control {missing[0]!r}: the {kernel.kind} "
                          f"kernel offers {', '.join(sorted(offered))} (for another, boot a "
@@ -98,5 +100,10 @@ def _in_vm(req: RunRequest, runs: list[dict], out_dir: Path, tag: str, progress)
     probe.prepare()     # the guest sees the host's files read-only: build before boot
     for run in runs:
         Path(run["dir"]).mkdir(parents=True, exist_ok=True)
-    spec = {"params": req.params.to_json(), "runs": runs}
+    spec = {"params": params.to_json(), "runs": runs, "path": []}
+    if params.ngwa_mode is not None:
+        from tcpvar.capture.kernel_build import patched_tc
+
+        # Debian's tc with the ngwa qdisc, first on the guest's PATH
+        spec["path"].append(str(patched_tc(build=True, progress=progress).parent))
     vm.run_session(kernel, spec, out_dir, tag, progress, req.boot_timeout_s)

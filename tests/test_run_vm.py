@@ -1,10 +1,12 @@
 """`tcpvar run` in the micro-VM (vm backend): Debian's stock kernel booted
-with virtme-ng, netem delay on the path, every variant of the paper."""
+with virtme-ng, netem delay on the path, every variant of the paper; and the
+patched kernel of kernel-patches/ with NGWA and WB-RTO switched on."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from run_helpers import (
@@ -134,3 +136,70 @@ def test_a_variant_the_booted_kernel_lacks(tmp_path):
     assert "in the micro-VM" in line and "no congestion control 'nosuchcc'" in line
     assert "cubic" in line     # the list of those it has
     assert not processes_mentioning(str(tmp_path))
+
+
+@pytest.fixture(scope="module")
+def ngwa_wbrto(tmp_path_factory):
+    """NGWA mode 5 (congestion window, flow division) and WB-RTO together on
+    the patched kernel: two Reno flows through a 100-packet ngwa queue."""
+    tmp = tmp_path_factory.mktemp("patched")
+    rc, doc, err = tcpvar_run(tmp, "--cc", "reno", "--mode", "fairness", "--ngwa", 5,
+                              "--wbrto", "medium", "--bw", "10mbit", "--rtt", 20,
+                              "--buffer", 100, "--duration", 10)
+    assert rc == 0, err
+    return tmp, doc
+
+
+def test_ngwa_and_wbrto_boot_the_patched_kernel(ngwa_wbrto):
+    _, doc = ngwa_wbrto
+    assert doc["backend"] == "vm" and "--ngwa needs the patched kernel" in doc["reason"]
+    (run,) = doc["runs"]
+    assert run["kernel"].endswith("-tcpvar+") and run["probe_source"] == "tracefs-ext"
+    assert (run["params"]["ngwa_mode"], run["params"]["wbrto"]) == (5, "medium")
+    sysctls = json.loads((Path(run["dir"]) / "manifest.json").read_text())["sysctls"]
+    assert {k.rsplit(".", 1)[1]: sysctls[k] for k in sysctls if "ngwa" in k or "wbrto" in k} \
+        == {"tcp_ngwa": "1", "tcp_ngwa_cwnd": "1", "tcp_ngwa_smooth": "0",
+            "tcp_ngwa_alpha": "300", "tcp_wbrto": "1", "tcp_wbrto_scale": "1",
+            "tcp_wbrto_unit_ms": "1000"}
+    assert_nothing_left(run)
+
+
+def test_ngwa_queue_writes_its_free_space(ngwa_wbrto):
+    tmp, doc = ngwa_wbrto
+    (run,) = doc["runs"]
+    b = run["bottleneck"]
+    limit = 100 * 1514
+    assert (b["qdisc"], b["limit"]) == ("ngwa", limit)
+    # every data packet left with the option lowered or inserted by the queue
+    assert b["counters"]["lowered"] + b["counters"]["inserted"] >= b["sent_packets"] * 0.95
+    # the window never exceeds the free space, so the queue never overflows
+    assert b["drops"] == 0
+    con = duckdb.connect(str(tmp / "t.duckdb"), read_only=True)
+    (top,) = con.execute("SELECT max(ngwa_window) FROM packets WHERE capture_id = ? AND len > 0",
+                         [run["bottleneck_capture"]]).fetchone()
+    assert top <= 0.98 * limit
+    for f in run["flows"]:
+        w = f["ngwa_window_bytes"]
+        assert w["packets"] > 1000
+        # flow division: the two flows (and iperf3's control connections) share it
+        assert w["min"] <= w["median"] < 0.98 * limit / 2
+
+
+def test_wbrto_draws_rtos_in_their_interval(ngwa_wbrto):
+    tmp, doc = ngwa_wbrto
+    (run,) = doc["runs"]
+    con = duckdb.connect(str(tmp / "t.duckdb"), read_only=True)
+    rows = con.execute(
+        "SELECT e.flow, e.rto_us, e.srtt_us, e.wbrto_c10, e.wbrto_a10 FROM probe_events e "
+        "JOIN flows f USING (run_id, flow) WHERE e.run_id = ? AND e.sport = f.src_port "
+        "AND e.backoff = 0 AND e.srtt_us > 0", [run["run_id"]]).fetchall()
+    assert len(rows) > 500
+    rtos: dict[int, set] = {}
+    for flow, rto, srtt, c10, a10 in rows:
+        assert c10 in (10, 15, 20) and a10 in (20, 30, 50, 100)
+        # (srtt, c * a_i * 1 s], to a jiffy (HZ 250); never below rto_min
+        assert srtt < rto <= c10 * a10 * 10_000 + 4000
+        assert rto >= 200_000 - 4000
+        rtos.setdefault(flow, set()).add(rto)
+    # drawn anew at each computation, so far from one value per flow
+    assert all(len(v) > 20 for v in rtos.values()) and len(rtos) == 2

@@ -1,6 +1,7 @@
 -- The end-of-run summary, one row per flow of a run: iperf3's figures, the
--- sender capture's statistics of the flow's data direction, and what
--- tcp_probe saw on the sending socket (local port = the flow's source port).
+-- sender capture's statistics of the flow's data direction, what tcp_probe
+-- saw on the sending socket (local port = the flow's source port), and the
+-- NGWA values the bottleneck wrote into the flow's data packets.
 -- An RTO event is an entry into the Loss state when the probe carries
 -- ca_state (extended record), else a timeout the capture analysis inferred.
 -- Parameter: $run_id.
@@ -25,6 +26,19 @@ loss_entries AS (
           WHERE e.run_id = $run_id AND e.sport = f.src_port AND e.ca_state IS NOT NULL)
     GROUP BY flow
 ),
+ngwa AS (
+    SELECT f.flow, count(*) AS packets, min(p.ngwa_window) AS min_bytes,
+           median(p.ngwa_window) AS median_bytes
+    FROM flows f
+    JOIN runs r USING (run_id)
+    JOIN connections c ON c.capture_id = r.bottleneck_capture
+                      AND ((c.a_port = f.src_port AND c.b_port = f.dst_port)
+                           OR (c.a_port = f.dst_port AND c.b_port = f.src_port))
+    JOIN packets p ON p.capture_id = c.capture_id AND p.conn = c.conn
+                  AND p.dir = CASE WHEN c.a_port = f.src_port THEN 0 ELSE 1 END
+    WHERE f.run_id = $run_id AND p.len > 0 AND p.ngwa_window <> 4294967295
+    GROUP BY f.flow
+),
 pcap AS (
     SELECT f.flow, s.*
     FROM flows f
@@ -46,10 +60,13 @@ SELECT f.flow, f.role, f.cc, f.src_addr, f.src_port, f.dst_addr, f.dst_port, f.s
        probe.cwnd_max, probe.cwnd_avg, probe.srtt_min_ms, probe.srtt_avg_ms, probe.rto_max_ms,
        CASE WHEN probe.has_ca_state THEN coalesce(loss_entries.n, 0)
             ELSE pcap.rto_events END AS rto_events,
-       CASE WHEN probe.has_ca_state THEN 'tcp_probe' ELSE 'pcap' END AS rto_events_source
+       CASE WHEN probe.has_ca_state THEN 'tcp_probe' ELSE 'pcap' END AS rto_events_source,
+       ngwa.packets AS ngwa_packets, ngwa.min_bytes AS ngwa_min_bytes,
+       ngwa.median_bytes AS ngwa_median_bytes
 FROM flows f
 LEFT JOIN pcap USING (flow)
 LEFT JOIN probe USING (flow)
 LEFT JOIN loss_entries USING (flow)
+LEFT JOIN ngwa USING (flow)
 WHERE f.run_id = $run_id
 ORDER BY f.flow
