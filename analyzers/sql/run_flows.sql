@@ -51,7 +51,10 @@ pcap AS (
 SELECT f.flow, f.role, f.cc, f.src_addr, f.src_port, f.dst_addr, f.dst_port, f.start_s,
        f.duration_s, f.conn,
        f.iperf_bps AS throughput_iperf3_bps,
-       pcap.goodput_bps AS throughput_pcap_bps,
+       -- over the flow's data transfer, as iperf3 measures over its test (the
+       -- connection may idle before it while iperf3 sets the test up)
+       8 * pcap.unique_bytes / nullif((pcap.data_last_ns - pcap.data_first_ns) / 1e9, 0)
+           AS throughput_pcap_bps,
        f.iperf_retransmits AS retransmits_iperf3,
        pcap.retransmitted_packets,
        pcap.rtt_avg_ms, pcap.rtt_min_ms, pcap.rtt_max_ms, pcap.rtt_samples,
