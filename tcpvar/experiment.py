@@ -3,6 +3,7 @@ repetitions (on the host, or in one micro-VM boot), ingest every run folder
 into the store and summarise each run."""
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,4 +107,9 @@ def _in_vm(req: RunRequest, runs: list[dict], out_dir: Path, tag: str, progress)
 
         # Debian's tc with the ngwa qdisc, first on the guest's PATH
         spec["path"].append(str(patched_tc(build=True, progress=progress).parent))
-    vm.run_session(kernel, spec, out_dir, tag, progress, req.boot_timeout_s)
+    try:
+        vm.run_session(kernel, spec, out_dir, tag, progress, req.boot_timeout_s)
+    finally:
+        for run in runs:        # the folders of runs the guest never started
+            with contextlib.suppress(OSError):
+                Path(run["dir"]).rmdir()

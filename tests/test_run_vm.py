@@ -136,6 +136,8 @@ def test_a_variant_the_booted_kernel_lacks(tmp_path):
     assert "in the micro-VM" in line and "no congestion control 'nosuchcc'" in line
     assert "cubic" in line     # the list of those it has
     assert not processes_mentioning(str(tmp_path))
+    # no empty run folder either (the VM's console log stays, for a look)
+    assert not [d for d in (tmp_path / "runs").iterdir() if d.is_dir()]
 
 
 @pytest.fixture(scope="module")
