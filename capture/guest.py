@@ -27,8 +27,8 @@ def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     if not os.path.ismount(TRACEFS):
         subprocess.run(["mount", "-t", "tracefs", "nodev", TRACEFS], capture_output=True)
-    # tcp:tcp_probe was switched on at boot (vm.py): the recorders' own
-    # instances then never patch kernel text; the top-level buffer stays off
+    # a kernel booted with tcp:tcp_probe on (vm.py) fills the top-level
+    # buffer: off until the recorder starts it with its filter
     try:
         Path(TRACEFS, "tracing_on").write_text("0")
     except OSError:

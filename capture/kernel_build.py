@@ -163,6 +163,7 @@ def _built(target: str, build: bool, progress) -> Path:
     if not build:
         raise KernelBuildError(f"the patched {target} is not built yet: "
                                f"run `tcpvar kernel build`")
+
     def on_stage(text: str) -> None:
         progress({"phase": f"building the patched {target} (once; minutes): {text}"})
 
