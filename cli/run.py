@@ -44,7 +44,7 @@ from tcpvar.errors import ExitStatus
 @click.option("--kernel", metavar="stock|patched|PATH",
               help="Kernel the vm backend boots: Debian's stock package (default), the one "
                    "built from kernel-patches/, or a bzImage.")
-@click.option("--ngwa", "ngwa", type=click.IntRange(1, 8), metavar="MODE",
+@click.option("--ngwa", type=click.IntRange(1, 8), metavar="MODE",
               help="NGWA mode 1-8 (Talau & Wille, Table 1) on every host, and the ngwa "
                    "qdisc as the bottleneck queue. Needs the patched kernel.")
 @click.option("--wbrto", type=click.Choice(["small", "medium", "wide"]),
