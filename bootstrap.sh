@@ -1,28 +1,40 @@
 #!/bin/sh
-# Set up a fresh Debian 12 machine for tcpvar: the tools it drives and tests
-# against (libpcap, tshark, tcptrace, tcpdump, iperf3, clang for the fuzzers),
-# then tcpvar itself with its Python dependencies. Run as root or with sudo.
+# Set up a Debian 12 machine for tcpvar, from a plain install on: the tools it
+# drives and tests against, then tcpvar itself in a virtual environment
+# (.venv beside this script, made with the python3 on PATH: Debian's, or any
+# other 3.11+), with `tcpvar` linked into /usr/local/bin. Ends with `tcpvar
+# doctor`, which fails when the README's main job cannot run here. Run as root
+# or with sudo.
 set -eu
 cd "$(dirname "$0")"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
+
+echo "== Debian packages"
 $SUDO apt-get update -q
+# python3-venv and python3-dev: the virtual environment and the C extension's
+# headers on Debian's python3; procps: sysctl; udev: the micro-VM's guest init
+# runs the host's udevd to create the channel the guest reports through; file:
+# virtme-ng runs it on busybox
 $SUDO apt-get install -y -q --no-install-recommends \
-	gcc make libpcap-dev tshark tcptrace tcpdump iperf3 iproute2 ethtool \
+	python3 python3-venv python3-dev \
+	gcc make libpcap-dev tshark tcptrace tcpdump iperf3 iproute2 ethtool procps mount \
 	clang llvm libclang-rt-14-dev \
 	bpftool libbpf-dev libelf-dev zlib1g-dev \
-	qemu-system-x86 kmod busybox-static
-# kernel-patches/: Debian's kernel source at the pinned version, what building
-# a kernel with BTF needs (pahole is in dwarves), and a deb-src entry
-# (mirroring the deb one) for `apt-get source iproute2`, whose tc gets the
-# ngwa qdisc
+	qemu-system-x86 kmod busybox-static udev file
+
+# kernel-patches/: Debian's kernel source at the pinned version (another
+# version would not take the series), what building a kernel with BTF needs
+# (pahole is in dwarves), and a deb-src entry (mirroring the deb one) for
+# `apt-get source iproute2`, whose tc gets the ngwa qdisc
 KSRC="linux-source-6.1=$(cat kernel-patches/VERSION)"
-$SUDO apt-get install -y -q --no-install-recommends "$KSRC" ||
-	$SUDO apt-get install -y -q --no-install-recommends linux-source-6.1
 $SUDO apt-get install -y -q --no-install-recommends \
-	git bc bison flex cpio dwarves libssl-dev libelf-dev pkg-config \
-	dpkg-dev libmnl-dev xz-utils
+	git bc bison flex cpio dwarves libssl-dev pkg-config dpkg-dev libmnl-dev xz-utils
+if ! $SUDO apt-get install -y -q --no-install-recommends "$KSRC"; then
+	echo "bootstrap: $KSRC is not in apt's lists: tcpvar kernel build (--ngwa, --wbrto)" \
+		"will not work; everything else will" >&2
+fi
 if ! grep -rqs '^Types: *deb-src' /etc/apt/sources.list.d/ &&
 	! grep -qs '^deb-src' /etc/apt/sources.list; then
 	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
@@ -34,6 +46,13 @@ if ! grep -rqs '^Types: *deb-src' /etc/apt/sources.list.d/ &&
 	fi
 	$SUDO apt-get update -q
 fi
-python3 -m pip install -q --root-user-action=ignore --upgrade pip
-python3 -m pip install -q --root-user-action=ignore -e '.[test]'
-echo "tcpvar installed: $(command -v tcpvar)"
+
+echo "== tcpvar in .venv, with its Python dependencies and C extension"
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[test]'
+$SUDO ln -sf "$(pwd)/.venv/bin/tcpvar" /usr/local/bin/tcpvar
+echo "tcpvar installed: $(command -v tcpvar) -> $(pwd)/.venv"
+
+echo "== tcpvar doctor"
+tcpvar doctor

@@ -51,7 +51,17 @@ def netns_gaps(params: RunParams) -> list[str]:
 
 
 def choose(requested: str, params: RunParams, kernel: str | None) -> tuple[str, str]:
-    """(backend, why) for --backend, or UsageError when the choice cannot serve."""
+    """(backend, why) for --backend, or UsageError when the choice cannot serve;
+    a piece the chosen backend lacks is an error before anything starts."""
+    chosen, why = _choose(requested, params, kernel)
+    if chosen == "vm":
+        from .vm import need_vm_tools
+
+        need_vm_tools()
+    return chosen, why
+
+
+def _choose(requested: str, params: RunParams, kernel: str | None) -> tuple[str, str]:
     if requested not in BACKENDS:
         raise UsageError(f"unknown backend {requested!r} (one of {', '.join(BACKENDS)})")
     need_root()

@@ -17,18 +17,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tcpvar.errors import KernelBuildError
+from tcpvar.resources import source_dir
 
-# the folder of the checkout next to this package's source (capture/..)
-_CHECKOUT_PATCHES = Path(__file__).resolve().parent.parent / "kernel-patches"
 CACHED_MISSING = 2          # build.sh --cached: not built yet
 
 
 def patches_dir() -> Path:
-    """kernel-patches/ of the tcpvar checkout (or $TCPVAR_KERNEL_PATCHES)."""
-    where = Path(os.environ.get("TCPVAR_KERNEL_PATCHES") or _CHECKOUT_PATCHES)
+    """kernel-patches/ of this tcpvar (or $TCPVAR_KERNEL_PATCHES)."""
+    where = Path(os.environ.get("TCPVAR_KERNEL_PATCHES") or source_dir("kernel-patches"))
     if not (where / "build.sh").is_file():
-        raise KernelBuildError(f"{where}/build.sh not found: the patched kernel is built "
-                               f"from a tcpvar checkout (or set TCPVAR_KERNEL_PATCHES)")
+        raise KernelBuildError(f"{where}/build.sh not found: reinstall tcpvar, or set "
+                               f"TCPVAR_KERNEL_PATCHES to a kernel-patches/ folder")
     return where
 
 

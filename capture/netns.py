@@ -3,12 +3,12 @@ exactly the processes tcpvar started (by PID, never by name)."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+from tcpvar import tools
 from tcpvar.errors import TestbedError
 
 
@@ -20,13 +20,8 @@ def need_root() -> None:
 
 def need_tools(*names: str) -> None:
     for name in names:
-        if shutil.which(name) is None:
-            raise TestbedError(f"{name} is not installed (apt-get install {_package(name)}, "
-                               f"or run ./bootstrap.sh)")
-
-
-def _package(tool: str) -> str:
-    return {"ip": "iproute2", "tc": "iproute2", "ss": "iproute2"}.get(tool, tool)
+        if tools.find(name) is None:
+            raise TestbedError(tools.not_installed(name))
 
 
 def run(args: list[str], ns: str | None = None, check: bool = True) -> str:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tcpvar.errors import ProbeError
+from tcpvar.resources import source_dir
 
 SOURCES = ("tracefs-ext", "bpf", "tracefs")
 PREFER = ("auto",) + SOURCES
@@ -45,7 +46,7 @@ FIELD_TO_COLUMN = {"srtt": "srtt_us", "rttvar": "rttvar_us", "rto": "rto_us",
                    "sock_cookie": "cookie"}
 HEX_FIELDS = {"sock_cookie", "snd_nxt", "snd_una"}
 
-HOOK_DIR = Path(__file__).resolve().parent.parent / "hooks" / "tcp_probe_ext"
+HOOK_DIR = source_dir("hooks") / "tcp_probe_ext"
 HOOK_SOURCES = ("Makefile", "tcp_probe_ext.h", "tcp_probe_ext.bpf.c", "tcp_probe_ext.c")
 TOOL_NAME = "tcp_probe_ext"
 BTF = Path("/sys/kernel/btf/vmlinux")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import threading
 import time
 from pathlib import Path
 
+from tcpvar import tools
 from tcpvar.errors import TestbedError, VmError
 
 from .kernels import Kernel, cache_dir
@@ -27,11 +27,17 @@ KVM_TRIAL_S = 45          # a KVM boot that says nothing by then is taken as not
 SILENCE_S = 90            # a running guest reports every second; this long without a word is a hang
 
 
+# what the host needs before a guest can boot and report: virtme-ng, QEMU,
+# udevd (the guest's init runs the host's to create /dev/virtio-ports, the
+# channel the guest reports through) and file (virtme-ng inspects busybox)
+VM_TOOLS = ("vng", "qemu-system-x86_64", "udevd", "file", "busybox")
+
+
 def need_vm_tools() -> None:
-    for tool, how in (("vng", "pip install virtme-ng"),
-                      ("qemu-system-x86_64", "apt-get install qemu-system-x86")):
-        if shutil.which(tool) is None:
-            raise VmError(f"the vm backend needs {tool} ({how}, or run ./bootstrap.sh)")
+    """A missing piece is one line before any VM starts, not a silent guest."""
+    for tool in VM_TOOLS:
+        if tools.find(tool) is None:
+            raise VmError(tools.not_installed(tool, "by the micro-VM"))
 
 
 def _kvm_state_file() -> Path:
@@ -57,9 +63,14 @@ class Guest:
     """One vng process and the lines its guest program prints."""
 
     def __init__(self, args: list[str], log: Path):
-        self.log = open(log, "ab")
-        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=self.log, start_new_session=True)
+        self.log = open(log, "wb")
+        try:
+            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=self.log, start_new_session=True,
+                                         env=guest_env(args))
+        except OSError as exc:
+            self.log.close()
+            raise VmError(f"cannot start {args[0]}: {exc.strerror}") from None
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -79,55 +90,76 @@ class Guest:
         """The next message; None at the end; raises queue.Empty on silence."""
         return self.lines.get(timeout=timeout)
 
-    def kill(self) -> None:
-        # vng and the QEMU it started form the session we created
+    def kill(self) -> int:
+        """End vng and the QEMU it started (the session we created); its exit status."""
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        self.proc.wait()
+        status = self.proc.wait()
         self.log.close()
+        return status
 
 
-def _vng_args(kernel: Kernel, out_dir: Path, spec: Path, name: str, kvm: bool) -> list[str]:
-    args = ["vng", "--name", name, "-r", str(kernel.image), "--cpus", str(VM_CPUS),
-            "--memory", VM_MEMORY, f"--rwdir={out_dir}", "--cwd", str(out_dir)]
-    if kernel.kind != "stock":
-        # a kernel with the extended tracepoint is recorded through tracefs:
-        # switching the event on at run time patches kernel text
-        # (text_poke_bp), which under TCG with two vCPUs now and then oopses;
-        # on from boot, the recorder's start and stop patch nothing
-        args += ["--append", "trace_event=tcp:tcp_probe"]
+def vng_args(image: Path, command: list[str], kvm: bool, name: str,
+             rw_dir: Path | None = None, append: list[str] = ()) -> list[str]:
+    """The vng command line that boots @image and runs @command in the guest."""
+    args = [tools.find("vng") or "vng", "--name", name, "-r", str(image), "--cpus", str(VM_CPUS),
+            "--memory", VM_MEMORY]
+    if rw_dir is not None:
+        args += [f"--rwdir={rw_dir}", "--cwd", str(rw_dir)]
+    for arg in append:
+        args += ["--append", arg]
     if not kvm:
         args.append("--disable-kvm")
-    return args + ["--", sys.executable, "-m", "tcpvar.capture.guest", str(spec)]
+    return [*args, "--", *command]
+
+
+def guest_env(args: list[str]) -> dict:
+    """The environment for vng: it runs virtme-ng's other programs by name,
+    and they sit beside it (in tcpvar's virtual environment, maybe not on PATH)."""
+    return dict(os.environ, PATH=os.pathsep.join([os.path.dirname(args[0]),
+                                                  os.environ.get("PATH", "")]))
+
+
+def _session_args(kernel: Kernel, out_dir: Path, spec: Path, name: str, kvm: bool) -> list[str]:
+    # a kernel with the extended tracepoint is recorded through tracefs:
+    # switching the event on at run time patches kernel text (text_poke_bp),
+    # which under TCG with two vCPUs now and then oopses; on from boot, the
+    # recorder's start and stop patch nothing
+    append = ["trace_event=tcp:tcp_probe"] if kernel.kind != "stock" else []
+    return vng_args(kernel.image, [sys.executable, "-m", "tcpvar.capture.guest", str(spec)],
+                    kvm, name, out_dir, append)
 
 
 def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
                 boot_timeout: float) -> dict:
     """Boot once, run every experiment of @spec; returns the guest's 'ready'
     message (kernel release, whether KVM was used)."""
-    need_vm_tools()
     spec_path = out_dir / f".tcpvar-vm-{tag}.json"
     spec_path.write_text(json.dumps(spec))
     log = out_dir / f".tcpvar-vm-{tag}.log"
+    name = f"tcpvar-{tag}"
     try:
         kvm = kvm_state()
         guest, ready = None, None
         if kvm is not False:
             progress({"phase": "booting the micro-VM (trying KVM)"})
             trial = min(boot_timeout, KVM_TRIAL_S)
-            guest, ready = _boot(kernel, out_dir, spec_path, tag, True, log, trial)
-            kvm = ready is not None
-            if kvm or trial == KVM_TRIAL_S:     # a shortened trial proves nothing
-                _remember_kvm(kvm)
+            guest, ready, _ = boot(_session_args(kernel, out_dir, spec_path, name, True),
+                                   log.with_suffix(".kvm.log"), trial)
+            if ready is not None:
+                _remember_kvm(True)
         if ready is None:
             progress({"phase": "booting the micro-VM (TCG)"})
-            guest, ready = _boot(kernel, out_dir, spec_path, tag, False, log, boot_timeout)
-        if ready is None:
-            raise VmError(f"the micro-VM did not boot within {boot_timeout:g} s "
-                          f"(kernel {kernel.image}; its console is in {log})")
+            guest, ready, why = boot(_session_args(kernel, out_dir, spec_path, name, False),
+                                     log, boot_timeout)
+            if ready is None:
+                raise VmError(f"the micro-VM {why} (kernel {kernel.image}; console: {log})")
+            if kvm is None and trial == KVM_TRIAL_S:   # TCG booted where KVM did not
+                _remember_kvm(False)
+            kvm = False
         ready["kvm"] = kvm
         try:
             _follow(guest, progress, spec)
@@ -138,23 +170,49 @@ def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
         spec_path.unlink(missing_ok=True)
 
 
-def _boot(kernel, out_dir, spec_path, tag, kvm, log, timeout):
-    guest = Guest(_vng_args(kernel, out_dir, spec_path, f"tcpvar-{tag}", kvm), log)
+def boot(args: list[str], log: Path, timeout: float):
+    """Start a guest and wait for its 'ready' message: (guest, message, '')
+    once it is up; (None, None, what happened) with the guest stopped when
+    it exits without a word (QEMU refusing to start, the guest's program
+    failing) or says nothing for @timeout seconds."""
+    guest = Guest(args, log)
     deadline = time.monotonic() + timeout
     try:
         while True:
             msg = guest.next(max(0.1, deadline - time.monotonic()))
             if msg is None:
-                break
+                guest.proc.wait()
+                status = guest.kill()
+                return None, None, f"exited (status {status}) before it reported" \
+                                   f"{_last_words(log)}{_udev_hint()}"
             if msg["kind"] == "ready":
-                return guest, msg
+                return guest, msg, ""
     except queue.Empty:
-        pass
+        guest.kill()
+        return None, None, f"did not boot within {timeout:g} s{_last_words(log)}"
     except BaseException:
         guest.kill()
         raise
-    guest.kill()
-    return None, None
+
+
+def _last_words(log: Path, lines: int = 3, width: int = 300) -> str:
+    """The last lines of a guest's console, as a clause of a one-line error."""
+    try:
+        text = log.read_bytes().replace(b"\0", b"").decode(errors="replace")
+    except OSError:
+        return ""
+    tail = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
+    if not tail:
+        return "; its console is empty"
+    said = " | ".join(tail)
+    return f"; its console ends: {said[-width:]}"
+
+
+def _udev_hint() -> str:
+    if tools.find("udevd") is None:
+        return ("; the host has no udevd, which the guest's init needs to create "
+                "the channel it reports through (apt-get install udev)")
+    return ""
 
 
 def _follow(guest: Guest, progress, spec: dict) -> None:

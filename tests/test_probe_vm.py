@@ -7,30 +7,28 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tcpvar.capture import probe
+from tcpvar.capture import probe, vm
+from tcpvar.capture.kernels import stock_kernel
 
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
-KERNEL = Path("/boot/vmlinuz-6.1.0-56-amd64")
-
-
 @pytest.fixture(scope="module")
 def guest_result(tmp_path_factory):
     built = probe.prepare()          # on the host: the guest sees our files read-only
     assert built.tool is not None, built.reason
-    assert KERNEL.exists(), "bootstrap.sh installs Debian's kernel (linux-image-amd64)"
     out = tmp_path_factory.mktemp("vm")
-    cmd = ["vng", "--disable-kvm", "-r", str(KERNEL), "--cpus", "2", "--memory", "2G",
-           f"--rwdir={out}", "--", "env", f"TCPVAR_PROBE_TOOL={built.tool}",
-           sys.executable, str(ROOT / "tests" / "probe_scenario.py"), str(out / "s")]
+    # Debian's kernel as the vm backend boots it: fetched into tcpvar's cache
+    cmd = vm.vng_args(stock_kernel().image,
+                      ["env", f"TCPVAR_PROBE_TOOL={built.tool}", sys.executable,
+                       str(ROOT / "tests" / "probe_scenario.py"), str(out / "s")],
+                      kvm=False, name=f"tcpvar-test-{out.name[-6:]}", rw_dir=out)
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
-                         start_new_session=True)
+                         start_new_session=True, env=vm.guest_env(cmd))
     result = out / "s" / "result.json"
     assert result.exists(), (res.returncode, res.stdout[-2000:], res.stderr[-2000:])
     return json.loads(result.read_text())

@@ -180,7 +180,6 @@ def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path):
     (["--bw-schedule", "0:1gbit,5"], 2, "schedule step"),
     (["--buffer", "-3"], 2, "cannot read buffer"),
     (["--mode", "friendliness", "--flows", "1"], 2, "at least 2 flows"),
-    (["--backend", "netns", "--rtt", "50"], 7, "no netem"),
     (["--kernel", "/no/such/bzImage"], 8, "no such kernel image"),
     (["--ngwa", "5", "--backend", "netns"], 2, "--ngwa needs the patched kernel"),
     (["--wbrto", "medium", "--kernel", "stock"], 2, "--wbrto needs the patched kernel"),
