@@ -4,7 +4,6 @@ tcpvar into its cache without installing it on the host; the kernel built
 from kernel-patches/; or any bzImage the user names."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -13,16 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tcpvar.errors import VmError
+from tcpvar.resources import cache_dir
 
 STOCK_META = "linux-image-amd64"      # Debian's package that points at the current kernel
 # names that look like variants in module files or the config but are not
 NOT_VARIANTS = {"diag", "advanced"}
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("TCPVAR_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tcpvar")
-    return Path(base)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tcpvar.errors import ProbeError
-from tcpvar.resources import source_dir
+from tcpvar.resources import cache_dir, source_dir
 
 SOURCES = ("tracefs-ext", "bpf", "tracefs")
 PREFER = ("auto",) + SOURCES
@@ -73,14 +73,6 @@ class HookBuild:
 
 
 # ---------------------------------------------------------------- the hook build
-
-def cache_dir() -> Path:
-    base = os.environ.get("TCPVAR_CACHE")
-    if base:
-        return Path(base)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "tcpvar"
-
 
 def _hook_key() -> str:
     h = hashlib.sha256(platform.machine().encode())

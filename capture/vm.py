@@ -17,8 +17,9 @@ from pathlib import Path
 
 from tcpvar import tools
 from tcpvar.errors import TestbedError, VmError
+from tcpvar.resources import cache_dir
 
-from .kernels import Kernel, cache_dir
+from .kernels import Kernel
 from .runner import STOP_FILE
 
 VM_CPUS = 2

@@ -1,8 +1,10 @@
-"""The non-Python sources tcpvar builds at run time (the eBPF hook, the
-kernel patch series): beside the package folders in a checkout or an
-editable install, inside the package once installed with `pip install .`."""
+"""Where tcpvar's own files are: the non-Python sources it builds at run
+time (the eBPF hook, the kernel patch series) — beside the package folders
+in a checkout or an editable install, inside the package once installed
+with `pip install .` — and the cache of what it builds and fetches."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -18,3 +20,12 @@ def source_dir(name: str) -> Path:
         return checkout
     installed = _PACKAGE / _INSTALLED[name]
     return installed if installed.is_dir() else checkout
+
+
+def cache_dir() -> Path:
+    """$TCPVAR_CACHE, else ~/.cache/tcpvar (kernel-patches/build.sh agrees)."""
+    base = os.environ.get("TCPVAR_CACHE")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "tcpvar"
