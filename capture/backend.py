@@ -10,7 +10,7 @@ from pathlib import Path
 from tcpvar.errors import TestbedError, UsageError
 
 from .kernels import module_variants
-from .netns import need_root, need_tools
+from .netns import TESTBED_TOOLS, need_root, need_tools
 from .params import RunParams
 from .topology import new_tag
 
@@ -65,7 +65,7 @@ def _choose(requested: str, params: RunParams, kernel: str | None) -> tuple[str,
     if requested not in BACKENDS:
         raise UsageError(f"unknown backend {requested!r} (one of {', '.join(BACKENDS)})")
     need_root()
-    need_tools("ip", "tc", "ethtool", "iperf3", "tcpdump", "ss", "sysctl")
+    need_tools(*TESTBED_TOOLS)
     if params.needs_patched_kernel:
         option = "--ngwa" if params.ngwa_mode is not None else "--wbrto"
         if requested == "netns" or kernel == "stock":

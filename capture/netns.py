@@ -11,6 +11,10 @@ from pathlib import Path
 from tcpvar import tools
 from tcpvar.errors import TestbedError
 
+# what the testbed runs, on either backend (the micro-VM runs the host's
+# programs over its read-only view of the host's files)
+TESTBED_TOOLS = ("ip", "tc", "ethtool", "iperf3", "tcpdump", "ss", "sysctl")
+
 
 def need_root() -> None:
     if os.geteuid() != 0:

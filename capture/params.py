@@ -9,6 +9,9 @@ from tcpvar.errors import UsageError
 
 MODES = ("single", "fairness", "friendliness")
 REFERENCE_CC = "reno"      # the background flow of friendliness runs (the paper's)
+# Table 1 of Callegari et al.: the 13 variants of Linux (HSTCP is `highspeed`)
+PAPER_VARIANTS = ("bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp", "reno",
+                  "scalable", "vegas", "veno", "westwood", "yeah")
 MTU = 1500
 MAX_RTT_MS = 10_000.0
 MAX_RATE_BPS = 100e9

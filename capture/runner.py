@@ -30,7 +30,7 @@ from pathlib import Path
 from tcpvar import __version__
 from tcpvar.errors import TcpvarError, TestbedError
 
-from .netns import Processes, need_root, need_tools, run
+from .netns import TESTBED_TOOLS, Processes, need_root, need_tools, run
 from .params import MTU, Flow, RunParams
 from .topology import Dumbbell
 
@@ -104,7 +104,7 @@ class Experiment:
     # -- the whole run -----------------------------------------------------
     def execute(self) -> dict:
         need_root()
-        need_tools("ip", "tc", "ethtool", "iperf3", "tcpdump", "ss", "sysctl")
+        need_tools(*TESTBED_TOOLS)
         load_variants(self.params.needed_ccs())
         check_mechanisms(self.params)
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,9 @@ from tcpvar import __version__
 from tcpvar.errors import ExitStatus, TcpvarError
 
 from .analyze import analyze
+from .doctor import doctor
 from .kernel import kernel
+from .load import load
 from .probe import probe
 from .query import query
 from .run import run
@@ -45,7 +47,9 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 
 
 cli.add_command(analyze)
+cli.add_command(doctor)
 cli.add_command(kernel)
+cli.add_command(load)
 cli.add_command(probe)
 cli.add_command(query)
 cli.add_command(run)

@@ -92,7 +92,7 @@ def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, 
     """
     from tcpvar.capture.params import make_params
     from tcpvar.experiment import RunRequest, execute
-    from tcpvar.report import export, runs, terminal
+    from tcpvar.report import runs, terminal
 
     params = make_params(cc=cc, rtt_ms=rtt_ms, loss_pct=loss_pct, bw=bw, buffer=buffer,
                          duration_s=duration_s, flows=flows, mode=mode,
@@ -102,16 +102,8 @@ def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, 
     with runs.LiveProgress(quiet=quiet) as progress:
         outcome = execute(db_path, RunRequest(params, backend, kernel, out_dir, boot_timeout),
                           progress)
-    if as_json:
-        terminal.data(export.to_json({"backend": outcome.backend, "reason": outcome.reason,
-                                      "runs": outcome.summaries}))
-    else:
-        for s in outcome.summaries:
-            if terminal.stdout_is_terminal():
-                terminal.show(runs.run_table(s))
-            else:
-                terminal.data(runs.run_text(s))
-            terminal.data("\n".join(runs.summary_lines(s)) + "\n")
+    runs.print_runs(outcome.summaries, as_json,
+                    {"backend": outcome.backend, "reason": outcome.reason})
     if outcome.interrupted:
         terminal.error("interrupted; what was captured is kept and stored")
         return ExitStatus.INTERRUPTED

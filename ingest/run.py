@@ -18,12 +18,45 @@ from .iperf import flow_summary, interval_rows, read_report
 SERIES_INTERVAL_MS = 1000.0   # iperf3 reports every second: the pcap series matches
 
 
+# what each flow of a manifest needs to be loaded
+FLOW_KEYS = ("flow", "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",
+             "duration_s")
+
+
 def read_manifest(run_dir: Path) -> dict:
+    """The run folder's manifest; InputError (one line) when there is none or
+    it is not one tcpvar wrote."""
+    run_dir = Path(run_dir)
+    path = run_dir / "manifest.json"
+    if not run_dir.is_dir():
+        raise InputError(f"{run_dir}: " + ("not a folder" if run_dir.exists()
+                                            else "no such folder"))
+    if not path.exists():
+        raise InputError(f"{run_dir}: not a tcpvar run folder (no manifest.json)")
     try:
-        return json.loads((run_dir / "manifest.json").read_text())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{run_dir}: not a tcpvar run folder (manifest.json: "
-                         f"{exc.__class__.__name__})") from None
+        m = json.loads(path.read_text())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    if not _is_run_manifest(m):
+        raise InputError(f"{path}: not the manifest of a tcpvar run (no params or flows)")
+    return m
+
+
+def _is_run_manifest(m) -> bool:
+    if not isinstance(m, dict) or not isinstance(m.get("params"), dict):
+        return False
+    flows = m.get("flows")
+    return isinstance(flows, list) and all(
+        isinstance(f, dict) and all(k in f for k in FLOW_KEYS) for f in flows)
+
+
+def stored_run(con, run_dir: Path) -> int | None:
+    """The run_id under which the store already holds the run folder, if it does."""
+    row = one(con, "SELECT max(run_id) FROM runs WHERE kind = 'run' AND dir = $1",
+              [str(Path(run_dir).resolve())])
+    return row[0]
 
 
 def load_run(store, run_dir: Path, progress=None) -> int:
@@ -65,7 +98,11 @@ def load_run(store, run_dir: Path, progress=None) -> int:
         if qdiscs:
             c.executemany("INSERT INTO qdisc_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
                           "$9, $10, $11, $12, $13, $14, $15)", qdiscs)
-    _load_probe(store, run_id, run_dir, m)
+    try:
+        _load_probe(store, run_id, run_dir, m)
+    except InputError as exc:     # e.g. a record cut short: the run stays, with the reason
+        notes.append(str(exc))
+        con.execute("UPDATE runs SET error = $2 WHERE run_id = $1", [run_id, "; ".join(notes)])
     return run_id
 
 

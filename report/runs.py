@@ -1,5 +1,5 @@
-"""`tcpvar run` for people: the live display while flows run, and the
-end-of-run table with Jain's index and friendliness."""
+"""`tcpvar run` and `tcpvar load` for people: the live display while flows
+run, and the end-of-run table with Jain's index and friendliness."""
 from __future__ import annotations
 
 import sys
@@ -34,7 +34,8 @@ def _title(s: dict) -> str:
     if p.get("wbrto") is not None:
         title += f", WB-RTO {p['wbrto']} (unit {p.get('wbrto_unit_ms')} ms)"
     if s["status"] != "complete":
-        title += f" — {s['status'].upper()}"
+        # 'running' in a finished folder: the run never ended (its host or guest went away)
+        title += " — " + ("INCOMPLETE" if s["status"] == "running" else s["status"].upper())
     return title
 
 
@@ -103,6 +104,23 @@ def run_text(s: dict) -> str:
         out.append("  ".join(c.rjust(w) if i not in (1, 2) else c.ljust(w)
                              for i, (c, w) in enumerate(zip(r, widths))))
     return "\n".join(out)
+
+
+def print_runs(summaries: list[dict], as_json: bool, head: dict | None = None) -> None:
+    """The end of `tcpvar run` and `tcpvar load`: the JSON document (@head's
+    fields, then `runs`), or per run its table (plain text when piped) and
+    the lines below it."""
+    from . import export, terminal
+
+    if as_json:
+        terminal.data(export.to_json({**(head or {}), "runs": summaries}))
+        return
+    for s in summaries:
+        if terminal.stdout_is_terminal():
+            terminal.show(run_table(s))
+        else:
+            terminal.data(run_text(s))
+        terminal.data("\n".join(summary_lines(s)) + "\n")
 
 
 class LiveProgress:

@@ -13,6 +13,7 @@ DEBIAN_PACKAGES = {
     "tshark": "tshark", "tcptrace": "tcptrace",
     "qemu-system-x86_64": "qemu-system-x86", "udevd": "udev", "file": "file",
     "busybox": "busybox-static", "depmod": "kmod", "dpkg-deb": "dpkg", "apt-get": "apt",
+    "apt-cache": "apt",
     "make": "make", "cc": "gcc", "clang": "clang", "llvm-strip": "llvm",
     "bpftool": "bpftool", "pahole": "dwarves", "git": "git", "flex": "flex",
     "bison": "bison", "bc": "bc",

@@ -52,7 +52,7 @@ def test_the_sources_ship_with_the_package(venv, tmp_path):
 
 def test_doctor_runs_installed(venv, tmp_path):
     done = _run(venv, "tcpvar", "doctor", "--json", cwd=tmp_path)
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 7), done.stderr   # 7: the main job cannot run here
     doc = json.loads(done.stdout)
     assert doc["groups"], doc
 

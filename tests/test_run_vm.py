@@ -12,6 +12,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tcpvar.capture.params import PAPER_VARIANTS
+
 from run_helpers import (
     assert_nothing_left,
     close,
@@ -20,9 +22,6 @@ from run_helpers import (
     tcpvar_run,
 )
 
-# Table 1 of Callegari et al.: the 13 variants of Linux (HSTCP is `highspeed`)
-PAPER_VARIANTS = ("bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp", "reno",
-                  "scalable", "vegas", "veno", "westwood", "yeah")
 BW = 20e6     # well below what the emulated CPU forwards, so the bottleneck is the queue
 
 
