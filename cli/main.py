@@ -37,7 +37,9 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 
     \b
     Examples:
+      tcpvar doctor
       tcpvar run --cc cubic --rtt 100
+      tcpvar load runs/20261121-130245-single-cubic-eeae5b-r1
       tcpvar analyze capture.pcapng
       tcpvar analyze --fairness --json run1.pcap
       tcpvar query "SELECT conn, dir, rtt_avg_ms FROM conn_stats"

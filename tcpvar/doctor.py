@@ -277,7 +277,7 @@ def _tool_spec(group: str, tool: str, disables: str, required: bool = True) -> _
 
 def _module_spec(module: str, disables: str) -> _Spec:
     return _Spec("analyze", module, disables, partial(_module, module),
-                 install=f"pip install {module}")
+                 install=tools.pip_install(module))
 
 
 def _tool(tool: str) -> Found:

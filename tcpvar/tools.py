@@ -44,8 +44,15 @@ def find(tool: str) -> str | None:
 def install_command(tool: str) -> str:
     """The command that installs @tool."""
     if tool in PYPI_PACKAGES:
-        return f"pip install {PYPI_PACKAGES[tool]}"
+        return pip_install(PYPI_PACKAGES[tool])
     return f"apt-get install {DEBIAN_PACKAGES.get(tool, tool)}"
+
+
+def pip_install(distribution: str) -> str:
+    """The command that installs @distribution beside tcpvar (in its virtual
+    environment, when it has one)."""
+    pip = os.path.join(os.path.dirname(sys.executable), "pip")
+    return f"{pip if sys.prefix != sys.base_prefix else 'pip'} install {distribution}"
 
 
 def not_installed(tool: str, needed_for: str = "") -> str:
