@@ -5,6 +5,7 @@ KVM is used when it boots a guest here, TCG otherwise; the answer is
 remembered in the cache."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -151,6 +152,7 @@ def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
             guest, ready, _ = boot(_session_args(kernel, out_dir, spec_path, name, True),
                                    log.with_suffix(".kvm.log"), trial)
             if ready is not None:
+                kvm = True
                 _remember_kvm(True)
         if ready is None:
             progress({"phase": "booting the micro-VM (TCG)"})
@@ -182,7 +184,8 @@ def boot(args: list[str], log: Path, timeout: float):
         while True:
             msg = guest.next(max(0.1, deadline - time.monotonic()))
             if msg is None:
-                guest.proc.wait()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    guest.proc.wait(10)     # its own exit status, rather than our kill's
                 status = guest.kill()
                 return None, None, f"exited (status {status}) before it reported" \
                                    f"{_last_words(log)}{_udev_hint()}"
