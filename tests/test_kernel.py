@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tcpvar.analysis import AnalyzeOptions, analyze_capture
+from tcpvar.capture import vm
 from tcpvar.capture.kernel_build import cached, patched_kernel, patched_tc, run_build
 from tcpvar.errors import KernelBuildError
 from tcpvar.store import Store
@@ -53,19 +54,18 @@ def boot(kernel, out: Path, *cases: str, env: dict | None = None) -> dict:
     # tcp_probe enabled at boot: switching tracepoints on and off at run time
     # patches kernel text, which TCG with two vCPUs now and then turns into an
     # oops (int3 in text_poke_bp) whatever the kernel (kernel_guest.Probe)
-    cmd = ["vng", "--disable-kvm", "-r", str(image), "--cpus", "2", "--memory", "2G",
-           f"--rwdir={out}", "--append", "trace_event=tcp:tcp_probe"]
     guest = [sys.executable, str(GUEST), str(out), str(tc), *cases]
     if env:
         guest = ["env", *(f"{k}={v}" for k, v in env.items()), *guest]
-    cmd += ["--", *guest]
+    cmd = vm.vng_args(image, guest, kvm=False, name=f"tcpvar-test-{out.name[-12:]}",
+                      rw_dir=out, append=["trace_event=tcp:tcp_probe"])
     results = out / "results.json"
     for _attempt in range(2):
         # a boot that never reaches the guest script (QEMU or virtme-ng failing
         # to start, seen with other VMs starting at the same moment) is tried
         # once more; a guest that ran and failed is not
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=BOOT_TIMEOUT_S,
-                              check=False, stdin=subprocess.DEVNULL)
+                              check=False, stdin=subprocess.DEVNULL, env=vm.guest_env(cmd))
         if results.is_file() or (out / "started").is_file():
             break
     assert results.is_file(), f"the guest wrote no results:\n{done.stdout[-3000:]}\n" \
@@ -144,16 +144,17 @@ def test_series_passes_checkpatch(tmp_path):
 
 
 def test_cli_kernel_path(kernel):
-    done = subprocess.run(["tcpvar", "kernel", "path"], capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run([sys.executable, "-m", "tcpvar.cli", "kernel", "path"],
+                          capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert str(kernel[0]) in done.stdout and str(kernel[1]) in done.stdout
 
 
 def test_errors_are_one_line(tmp_path):
     def run(*args, **env):
-        done = subprocess.run(["tcpvar", "kernel", *args], capture_output=True, text=True,
-                              check=False, env={**os.environ, **env})
+        done = subprocess.run([sys.executable, "-m", "tcpvar.cli", "kernel", *args],
+                              capture_output=True, text=True, check=False,
+                              env={**os.environ, **env})
         return done.returncode, done.stderr.strip().splitlines()
 
     status, err = run("build", "-j", "0")
