@@ -66,20 +66,27 @@ def _unpacked() -> list[Path]:
     return sorted(root.glob("debian-*/boot/vmlinuz-*")) if root.exists() else []
 
 
-def stock_kernel(progress=None) -> Kernel:
-    """Debian's kernel package, unpacked once into the cache."""
+def cached_stock_kernel() -> Kernel | None:
+    """Debian's kernel package if it is unpacked in the cache already."""
     images = _unpacked()
     if not images:
-        _fetch_stock(progress)
-        images = _unpacked()
-        if not images:
-            raise VmError("the unpacked Debian kernel package has no /boot/vmlinuz")
+        return None
     image = images[-1]
-    release = image.name[len("vmlinuz-"):]
-    return Kernel("stock", image, release, root=image.parent.parent)
+    return Kernel("stock", image, image.name[len("vmlinuz-"):], root=image.parent.parent)
 
 
-def _stock_package() -> str:
+def stock_kernel(progress=None) -> Kernel:
+    """Debian's kernel package, unpacked once into the cache."""
+    kernel = cached_stock_kernel()
+    if kernel is None:
+        _fetch_stock(progress)
+        kernel = cached_stock_kernel()
+        if kernel is None:
+            raise VmError("the unpacked Debian kernel package has no /boot/vmlinuz")
+    return kernel
+
+
+def stock_package() -> str:
     """The versioned package behind linux-image-amd64 (linux-image-6.1.0-NN-amd64)."""
     try:
         out = subprocess.run(["apt-cache", "depends", STOCK_META], capture_output=True,
@@ -94,7 +101,7 @@ def _stock_package() -> str:
 
 
 def _fetch_stock(progress=None) -> None:
-    package = _stock_package()
+    package = stock_package()
     if progress:
         progress({"phase": f"fetching Debian's kernel ({package}), once"})
     root = cache_dir() / "kernels"

@@ -42,7 +42,7 @@ def need_vm_tools() -> None:
             raise VmError(tools.not_installed(tool, "by the micro-VM"))
 
 
-def _kvm_state_file() -> Path:
+def kvm_state_file() -> Path:
     return cache_dir() / "kvm.json"
 
 
@@ -51,14 +51,14 @@ def kvm_state() -> bool | None:
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return False
     try:
-        return json.loads(_kvm_state_file().read_text())["boots"]
+        return json.loads(kvm_state_file().read_text())["boots"]
     except (OSError, ValueError, KeyError):
         return None
 
 
 def _remember_kvm(boots: bool) -> None:
-    _kvm_state_file().parent.mkdir(parents=True, exist_ok=True)
-    _kvm_state_file().write_text(json.dumps({"boots": boots}))
+    kvm_state_file().parent.mkdir(parents=True, exist_ok=True)
+    kvm_state_file().write_text(json.dumps({"boots": boots}))
 
 
 class Guest:

@@ -412,7 +412,7 @@ def _kvm() -> Found:
     if state is None:
         return Found(True, "/dev/kvm; not tried yet: the first vm run tries KVM, then TCG",
                      state="untried")
-    where = vm._kvm_state_file()
+    where = vm.kvm_state_file()
     return Found(False, f"/dev/kvm, but KVM did not boot a guest here (remembered in {where}); "
                         f"the micro-VM runs under TCG", state="fails",
                  hint=f"nothing needed: runs use TCG; delete {where} to try KVM again")
@@ -421,10 +421,8 @@ def _kvm() -> Found:
 def _stock() -> Found:
     from tcpvar.capture import kernels
 
-    images = kernels._unpacked()
-    if images:
-        k = kernels.Kernel("stock", images[-1], images[-1].name[len("vmlinuz-"):],
-                           root=images[-1].parent.parent)
+    k = kernels.cached_stock_kernel()
+    if k is not None:
         offered = k.variants() or set()
         return Found(True, f"cached at {k.image} ({len(offered)} variants)",
                      k.release, state="cached")
@@ -433,7 +431,7 @@ def _stock() -> Found:
             return Found(False, f"not fetched yet, and {tool} (needed to fetch it) is "
                                 f"not installed", install=tools.install_command(tool))
     try:
-        package = kernels._stock_package()
+        package = kernels.stock_package()
     except Exception as exc:
         return Found(False, f"not fetched yet, and cannot be: {exc}", install="apt-get update")
     return Found(True, f"not fetched yet; the first vm run fetches it (about 10 s): {package}",
