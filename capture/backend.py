@@ -12,7 +12,7 @@ from tcpvar.errors import TestbedError, UsageError
 from .kernels import module_variants
 from .netns import TESTBED_TOOLS, need_root, need_tools
 from .params import RunParams
-from .topology import new_tag
+from .testbed import new_tag
 
 BACKENDS = ("auto", "netns", "vm")
 

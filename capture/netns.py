@@ -58,17 +58,17 @@ class Processes:
         self.procs: list[tuple[str, subprocess.Popen]] = []
 
     def start(self, name: str, args: list[str], ns: str | None = None,
-              stdout: Path | None = None, stderr: Path | None = None) -> subprocess.Popen:
+              stdout=None, stderr=None, text: bool = False) -> subprocess.Popen:
+        """@stdout, @stderr: a Path to write to, subprocess.PIPE, or None."""
         # `ip netns exec` execs the command, so the PID is the tool's own
         full = (["ip", "netns", "exec", ns] if ns else []) + args
-        out = open(stdout, "wb") if stdout else subprocess.DEVNULL
-        err = open(stderr, "wb") if stderr else subprocess.DEVNULL
+        out, err = _sink(stdout), _sink(stderr)
         try:
             proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    start_new_session=True)
+                                    text=text, start_new_session=True)
         finally:
             for f in (out, err):
-                if f is not subprocess.DEVNULL:
+                if hasattr(f, "close"):
                     f.close()
         self.procs.append((name, proc))
         return proc
@@ -99,6 +99,12 @@ class Processes:
                 with _ignore_gone():
                     p.kill()
                 p.wait()
+
+
+def _sink(where):
+    if where is None:
+        return subprocess.DEVNULL
+    return open(where, "wb") if isinstance(where, Path) else where
 
 
 class _ignore_gone:

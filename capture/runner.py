@@ -30,8 +30,10 @@ from pathlib import Path
 from tcpvar import __version__
 from tcpvar.errors import TcpvarError, TestbedError
 
-from .netns import TESTBED_TOOLS, Processes, need_root, need_tools, run
+from . import traffic
+from .netns import TESTBED_TOOLS, need_root, need_tools, run
 from .params import MTU, Flow, RunParams
+from .testbed import OFFLOADS
 from .topology import Dumbbell
 
 SNAPLEN = 128                 # Ethernet/SLL2 + IPv4 with options + TCP with options
@@ -93,7 +95,7 @@ class Experiment:
         self.backend = backend
         self.progress = progress or (lambda sample: None)
         self.net = Dumbbell(tag, params.flows)
-        self.procs = Processes()
+        self.procs = self.net.procs
         base = port_base(params.seed + repetition, tag)
         self.flows = [FlowEndpoints(f, Dumbbell.sender_addr(f.flow), base + 50 + f.flow,
                                     Dumbbell.receiver_addr(f.flow), base + f.flow)
@@ -137,34 +139,23 @@ class Experiment:
                        ngwa=None if p.ngwa_mode is None else p.ngwa_flow_division)
         self.manifest["topology"] = {
             "namespaces": list(self.net.namespaces), "bdp_packets": round(bdp_pkts, 1),
-            "netem_limit": netem_limit, "offloads_off": ["tso", "gso", "gro", "lro"],
+            "netem_limit": netem_limit, "offloads_off": list(OFFLOADS),
             "mtu": MTU}
         self.manifest["sysctls"] = self._sysctls()
         self._phase("starting captures")
         for fe in self.flows:
-            self.procs.start(f"server{fe.flow.flow}",
-                             ["iperf3", "-s", "-1", "-p", str(fe.dport), "-J"],
-                             ns=self.net.receiver(fe.flow.flow),
-                             stdout=self.dir / f"iperf-{fe.flow.flow}-server.json",
-                             stderr=self.dir / f"iperf-{fe.flow.flow}-server.err")
+            f = fe.flow.flow
+            traffic.iperf_server(self.net, f"d{f}", fe.dport, name=f"server{f}",
+                                 report=self.dir / f"iperf-{f}-server.json",
+                                 log=self.dir / f"iperf-{f}-server.err")
         self._start_tcpdump("sender", ["-i", "any", "-Q", "in"])
         self._start_tcpdump("bottleneck", ["-i", "right", "-Q", "out"])
         self._start_probe()
-        for fe in self.flows:
-            self._wait_listening(self.net.receiver(fe.flow.flow), fe.dport)
 
     def _start_tcpdump(self, name: str, where: list[str]) -> None:
-        err = self.dir / f"{name}.tcpdump.log"
-        self.procs.start(name, ["tcpdump", *where, "-n", "-s", str(SNAPLEN),
-                                "-B", str(TCPDUMP_BUFFER_KIB), "-Z", "root", "-w",
-                                str(self.dir / f"{name}.pcap"), "tcp"],
-                         ns=self.net.ns("rl"), stderr=err)
-        deadline = time.monotonic() + 10
-        while "listening on" not in err.read_text(errors="replace"):
-            if time.monotonic() > deadline:
-                raise TestbedError(f"tcpdump ({name}) did not start: "
-                                   f"{err.read_text(errors='replace').strip()[:200]}")
-            time.sleep(0.05)
+        traffic.start_tcpdump(self.net, name, "rl", self.dir / f"{name}.pcap",
+                              [*where, "-n", "-s", str(SNAPLEN), "-B", str(TCPDUMP_BUFFER_KIB),
+                               "tcp"], log=self.dir / f"{name}.tcpdump.log")
 
     def _start_probe(self) -> None:
         from . import probe
@@ -174,14 +165,6 @@ class Experiment:
         self.recorder.start()
         self.manifest["probe"] = {"source": self.recorder.source,
                                   "reason": getattr(self.recorder, "reason", None)}
-
-    @staticmethod
-    def _wait_listening(ns: str, port: int) -> None:
-        deadline = time.monotonic() + 10
-        while f":{port} " not in run(["ss", "-ltnH"], ns=ns, check=False) + " ":
-            if time.monotonic() > deadline:
-                raise TestbedError(f"iperf3 server on port {port} did not start")
-            time.sleep(0.05)
 
     # -- the flows ---------------------------------------------------------
     def _flows(self) -> None:
@@ -223,14 +206,12 @@ class Experiment:
             raise TestbedError(f"iperf3 flow {failed[0]} failed: {err[:200] or 'see its JSON'}")
 
     def _start_client(self, fe: FlowEndpoints) -> subprocess.Popen:
-        seconds = max(1, round(fe.flow.duration_s))
-        return self.procs.start(
-            f"client{fe.flow.flow}",
-            ["iperf3", "-c", fe.dst, "-p", str(fe.dport), "--cport", str(fe.sport),
-             "-t", str(seconds), "-i", "1", "-C", fe.flow.cc, "-J"],
-            ns=self.net.sender(fe.flow.flow),
-            stdout=self.dir / f"iperf-{fe.flow.flow}.json",
-            stderr=self.dir / f"iperf-{fe.flow.flow}.err")
+        f, seconds = fe.flow.flow, max(1, round(fe.flow.duration_s))
+        return traffic.iperf_client(
+            self.net, f"s{f}", fe.dst, fe.dport,
+            ["--cport", str(fe.sport), "-t", str(seconds), "-i", "1", "-C", fe.flow.cc],
+            report=self.dir / f"iperf-{f}.json", log=self.dir / f"iperf-{f}.err",
+            name=f"client{f}")
 
     def _sampler(self, t0: float, clients: dict, stop: threading.Event) -> None:
         """Once a second, a sample of every flow for the live display and
@@ -285,20 +266,15 @@ class Experiment:
                 (self.dir / "tc-stats.json").write_text(
                     json.dumps(self.net.qdisc_stats_json(), indent=1))
         finally:
-            self.procs.stop_all()
+            left = self.net.close()
             self.manifest["capture_drops"] = self._tcpdump_drops()
-            left = self.net.destroy()
             if left:
                 self.manifest["left_behind"] = left
 
     def _tcpdump_drops(self) -> dict:
-        out = {}
-        for name in ("sender", "bottleneck"):
-            log = self.dir / f"{name}.tcpdump.log"
-            if log.exists():
-                m = re.search(r"(\d+) packets? dropped by kernel", log.read_text(errors="replace"))
-                out[name] = int(m.group(1)) if m else None
-        return out
+        return {name: traffic.tcpdump_stats(log)["dropped_by_kernel"]
+                for name in ("sender", "bottleneck")
+                if (log := self.dir / f"{name}.tcpdump.log").exists()}
 
     # -- bookkeeping -----------------------------------------------------------
     def _phase(self, phase: str) -> None:

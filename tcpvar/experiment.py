@@ -16,7 +16,7 @@ from tcpvar.analyzers.runs import run_summary
 from tcpvar.capture import backend as backends
 from tcpvar.capture.params import RunParams
 from tcpvar.capture.runner import Experiment
-from tcpvar.capture.topology import new_tag
+from tcpvar.capture.testbed import new_tag
 from tcpvar.errors import InputError, StoreError, TcpvarError, UsageError
 from tcpvar.ingest.run import load_run, read_manifest, stored_run
 from tcpvar.store import Store

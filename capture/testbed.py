@@ -1,0 +1,166 @@
+"""A testbed of network namespaces: namespaces named for the run
+(`<prefix>-<tag>-<role>`), the veth links between them with their addresses
+and routes, the processes started inside them, and the removal of all of it
+on close (also after Ctrl-C or a failure). The dumbbell of `tcpvar run`
+(topology.py), the fixtures' and the benchmarks' captures and the tests all
+build on it.
+
+    with Testbed() as bed:
+        bed.node("a"); bed.node("r", forward=True); bed.node("b")
+        bed.link("a", "eth0", ["10.0.1.2/24"], "r", "a", ["10.0.1.1/24"])
+        ...
+        bed.up()                       # namespaces, links, addresses, routes
+        srv = traffic.iperf_server(bed, "b", 5201)
+"""
+from __future__ import annotations
+
+import secrets
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .netns import Processes, run, run_batch
+
+# offloads that merge or split segments: off, the captures show the packets of
+# the emulated wire and the qdiscs queue real packets, not super-packets
+OFFLOADS = ("tso", "gso", "gro", "lro")
+# a cleanup half done is worse than a late Ctrl-C
+_CLEANUP_BLOCKS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+def new_tag() -> str:
+    return secrets.token_hex(3)
+
+
+def existing_namespaces(prefix: str = "tcpvar-") -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines()
+            if line.strip() and line.split()[0].startswith(prefix)]
+
+
+def interrupt_on_signals() -> None:
+    """SIGTERM and SIGHUP unwind like Ctrl-C, through the `with` blocks that
+    remove the testbed (scripts that own their process call this)."""
+    def on_signal(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+
+
+@dataclass
+class _Node:
+    ns: str
+    sysctls: dict[str, str]
+    commands: list[str] = field(default_factory=lambda: ["link set lo up"])  # ip, inside
+    devs: list[str] = field(default_factory=list)
+
+
+class Testbed:
+    """Namespaces, links and processes of one run; close() removes them all
+    (deleting a namespace removes its links and qdiscs) and ends exactly the
+    processes it started, by PID."""
+
+    def __init__(self, prefix: str = "tcpvar", tag: str | None = None):
+        self.tag = tag or new_tag()
+        self.prefix = f"{prefix}-{self.tag}"
+        self.namespaces: list[str] = []      # created, in order
+        self.procs = Processes()
+        self._nodes: dict[str, _Node] = {}
+        self._links: list[str] = []
+
+    def ns(self, role: str) -> str:
+        return f"{self.prefix}-{role}"
+
+    # -- the plan -----------------------------------------------------------
+    def node(self, role: str, forward: bool = False,
+             sysctls: dict[str, str] | None = None) -> str:
+        """A namespace to create; a router (@forward) forwards IPv4 and IPv6."""
+        settings = dict(sysctls or {})
+        if forward:
+            settings["net.ipv4.ip_forward"] = "1"
+            if Path("/proc/sys/net/ipv6").exists():
+                settings["net.ipv6.conf.all.forwarding"] = "1"
+        self._nodes[role] = _Node(self.ns(role), settings)
+        return self.ns(role)
+
+    def link(self, a: str, dev_a: str, addrs_a: list[str], b: str, dev_b: str,
+             addrs_b: list[str], mtu: int | None = None) -> None:
+        """A veth pair between nodes @a and @b, with their addresses
+        (IPv6 ones without duplicate address detection)."""
+        mtu_arg = f" mtu {mtu}" if mtu else ""
+        self._links.append(f"link add {dev_a} netns {self.ns(a)}{mtu_arg} type veth "
+                           f"peer name {dev_b} netns {self.ns(b)}{mtu_arg}")
+        for role, dev, addrs in ((a, dev_a, addrs_a), (b, dev_b, addrs_b)):
+            node = self._nodes[role]
+            node.commands += [f"addr add {addr} dev {dev}" + (" nodad" if ":" in addr else "")
+                              for addr in addrs]
+            node.commands.append(f"link set {dev} up")
+            node.devs.append(dev)
+
+    def route(self, role: str, dest: str, via: str) -> None:
+        """@dest ("default", "::/0" or a prefix) through @via, in node @role."""
+        self._nodes[role].commands.append(f"route add {dest} via {via}")
+
+    # -- building -----------------------------------------------------------
+    def up(self, offloads: bool | None = False, progress=None) -> None:
+        """Create what the plan holds. @offloads False turns TSO, GSO, GRO
+        and LRO off on every link, True turns them on, None leaves the
+        kernel's defaults. Commands go in batches, one process per namespace
+        and step: in an emulated VM every process start costs a noticeable
+        fraction of a second."""
+        for node in self._nodes.values():
+            run(["ip", "netns", "add", node.ns])
+            self.namespaces.append(node.ns)
+        run_batch(["ip"], self._links)
+        for k, node in enumerate(self._nodes.values()):
+            if progress:
+                progress(k + 1, len(self._nodes))
+            # before the links come up, so e.g. no IPv6 chatter ever enters a queue
+            if node.sysctls:
+                run(["sysctl", "-qw", *(f"{key}={v}" for key, v in node.sysctls.items())],
+                    ns=node.ns)
+            run_batch(["ip", "-n", node.ns], node.commands)
+            if offloads is not None and node.devs:
+                state = " ".join(f"{o} {'on' if offloads and o != 'lro' else 'off'}"
+                                 for o in OFFLOADS)
+                # one process for all links; a fixed feature (veth's lro) may refuse
+                run(["sh", "-c", f'for d; do ethtool -K "$d" {state} 2>/dev/null; done; true',
+                     "sh", *node.devs], ns=node.ns)
+
+    # -- processes ----------------------------------------------------------
+    def start(self, name: str, role: str, args: list[str], stdout=None, stderr=None,
+              text: bool = False) -> subprocess.Popen:
+        """A process in node @role's namespace; stdout/stderr: a Path to
+        write to, subprocess.PIPE, or None for nothing."""
+        return self.procs.start(name, args, ns=self.ns(role), stdout=stdout, stderr=stderr,
+                                text=text)
+
+    def run(self, role: str, args: list[str], check: bool = True) -> str:
+        """A command in node @role's namespace; its stdout."""
+        return run(args, ns=self.ns(role), check=check)
+
+    # -- tearing down ---------------------------------------------------------
+    def close(self) -> list[str]:
+        """End the processes, remove the namespaces; the namespaces that
+        would not go."""
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _CLEANUP_BLOCKS)
+        try:
+            self.procs.stop_all()
+            left = []
+            for name in reversed(self.namespaces):
+                proc = subprocess.run(["ip", "netns", "del", name], capture_output=True)
+                if proc.returncode != 0 and name in existing_namespaces(name):
+                    left.append(name)
+            self.namespaces = [n for n in self.namespaces if n in left]
+            return left
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def __enter__(self) -> "Testbed":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+

@@ -1,0 +1,99 @@
+"""The programs a testbed runs: tcpdump captures and iperf3 servers and
+clients, started in a Testbed's namespaces, each waited for until it is
+really there (a capture listening, a server accepting)."""
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from tcpvar.errors import TestbedError
+
+from .netns import run
+from .testbed import Testbed
+
+
+def start_tcpdump(bed: Testbed, name: str, role: str, path: Path, args: list[str],
+                  log: Path, timeout_s: float = 10) -> subprocess.Popen:
+    """tcpdump writing @path in node @role, its stderr in @log; returns once
+    it says it is listening, so no packet after that is missed. @args:
+    interface, snap length, buffer and filter."""
+    proc = bed.start(name, role, ["tcpdump", *args, "-Z", "root", "-w", str(path)],
+                     stderr=log)
+    deadline = time.monotonic() + timeout_s
+    while "listening on" not in log.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise TestbedError(f"tcpdump ({name}) did not start: "
+                               f"{log.read_text(errors='replace').strip()[:200]}")
+        time.sleep(0.05)
+    return proc
+
+
+def stop_tcpdump(bed: Testbed, proc: subprocess.Popen, log: Path,
+                 settle_s: float = 1.0) -> dict:
+    """Let the last packets arrive, end the capture, and return its counts."""
+    time.sleep(settle_s)
+    bed.procs.stop(proc, sig=signal.SIGINT, grace_s=120)
+    return tcpdump_stats(log)
+
+
+def tcpdump_stats(log: Path) -> dict:
+    """tcpdump's closing counts from its stderr log (None where absent)."""
+    text = log.read_text(errors="replace") if log.exists() else ""
+    out = {}
+    for key, what in (("captured", "captured"), ("received_by_filter", "received by filter"),
+                      ("dropped_by_kernel", "dropped by kernel"),
+                      ("dropped_by_interface", "dropped by interface")):
+        m = re.search(rf"(\d+) packets? {what}", text)
+        out[key] = int(m.group(1)) if m else None
+    return out
+
+
+def wait_listening(ns: str, port: int, proc: subprocess.Popen | None = None,
+                   timeout_s: float = 10) -> None:
+    """Until a socket in namespace @ns listens on TCP @port."""
+    deadline = time.monotonic() + timeout_s
+    while f":{port} " not in run(["ss", "-ltnH"], ns=ns, check=False) + " ":
+        if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
+            raise TestbedError(f"iperf3 server on port {port} did not start")
+        time.sleep(0.05)
+
+
+def iperf_server(bed: Testbed, role: str, port: int, once: bool = True,
+                 bind: str | None = None, report: Path | None = None,
+                 log: Path | None = None, name: str | None = None) -> subprocess.Popen:
+    """An iperf3 server in node @role, listening when this returns; with
+    @report, its JSON report is written there."""
+    args = ["iperf3", "-s", "-p", str(port), *(["-1"] if once else []),
+            *(["-B", bind] if bind else []), *(["-J"] if report else [])]
+    proc = bed.start(name or f"server{port}", role, args, stdout=report, stderr=log)
+    wait_listening(bed.ns(role), port, proc)
+    return proc
+
+
+def iperf_client(bed: Testbed, role: str, dst: str, port: int, args: list[str],
+                 report: Path | None = None, log: Path | None = None,
+                 name: str | None = None) -> subprocess.Popen:
+    """An iperf3 client in node @role with JSON output: into @report, or
+    readable from the process (communicate()) when no @report is given."""
+    pipe = report is None
+    return bed.start(name or f"client{port}", role,
+                     ["iperf3", "-c", dst, "-p", str(port), "-J", *args],
+                     stdout=subprocess.PIPE if pipe else report,
+                     stderr=subprocess.PIPE if pipe and log is None else log, text=pipe)
+
+
+def iperf_result(proc: subprocess.Popen, timeout_s: float) -> dict:
+    """The JSON report of a piped iperf3 client; TestbedError when it failed."""
+    out, err = proc.communicate(timeout=timeout_s)
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        doc = {"error": (err or out or "")[-300:].strip()}
+    if proc.returncode != 0 or "error" in doc:
+        raise TestbedError(f"iperf3 client failed ({proc.returncode}): "
+                           f"{doc.get('error', '')} {(err or '').strip()}".strip())
+    return doc
