@@ -16,13 +16,12 @@ Profiles
 
 Topology (created and destroyed by this script; nothing leaves it):
 
-    namespace tcpvar-bench-<x>-client          namespace tcpvar-bench-<x>-server
-    tcpvar-bench-<x>c  198.18.0.1/24  ======  tcpvar-bench-<x>s  198.18.0.2/24
+    namespace tcpvar-bench-<tag>-client        namespace tcpvar-bench-<tag>-server
+    eth0  198.18.0.1/24  ==================  eth0  198.18.0.2/24
     (tcpdump -s 96 here, the senders' side)
 
-<x> is a one-character per-run suffix (Linux interface names are limited to
-15 characters and "tcpvar-bench-" already takes 13), chosen so that no other run
-uses it.  Offloads are off on both veths (ethtool -K tso gso gro lro off), so the
+<tag> is unique to the run; the testbed of tcpvar (tcpvar.capture.testbed)
+builds and removes the namespaces.  Offloads are off on both veths (ethtool -K tso gso gro lro off), so the
 capture shows wire-sized segments, as a capture on a real NIC would.
 
 The capture is written as <out>/<profile>.pcap (first to <profile>.pcap.part) with a
@@ -34,7 +33,7 @@ exits with status 3 (the file is kept, and the drop count is in the sidecar).
 Namespaces (and with them the veths) and every process this script started (by
 PID) are removed on normal exit, on errors, on Ctrl-C, SIGTERM and SIGHUP.
 
-Python 3.11 standard library only.  Needs root, iproute2, ethtool, tcpdump, iperf3
+Runs with tcpvar installed (.venv/bin/python).  Needs root, iproute2, ethtool, tcpdump, iperf3
 (capinfos optional, for the packet count check).
 """
 from __future__ import annotations
@@ -45,17 +44,19 @@ import json
 import os
 import re
 import shutil
-import signal
-import string
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from tcpvar.capture import traffic
+from tcpvar.capture.testbed import Testbed, interrupt_on_signals
+from tcpvar.errors import TestbedError
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "work"
-PREFIX = "tcpvar-bench-"
+PREFIX = "tcpvar-bench"
 CLI4, SRV4 = "198.18.0.1", "198.18.0.2"
 SNAPLEN = 96
 
@@ -82,182 +83,71 @@ def run(args: list[str], check: bool = True, timeout: float = 120) -> subprocess
 
 
 class VethPair:
-    """Two namespaces joined by one veth pair; torn down on exit."""
+    """Two namespaces joined by one veth pair (a capture.testbed.Testbed);
+    processes stop being started once it closes (the `many` workers)."""
 
-    def __init__(self) -> None:
-        self.sfx = ""
-        self.ns_c = self.ns_s = self.if_c = self.if_s = ""
-        self.created_ns: list[str] = []
-        self.procs: list[subprocess.Popen] = []
-        self.lock = threading.Lock()
+    def __init__(self, work: Path) -> None:
+        self.bed = Testbed(PREFIX)
+        self.work = work
         self.closing = threading.Event()
 
-    # ---- processes ------------------------------------------------------
-    def spawn(self, ns: str, args: list[str], **kw) -> subprocess.Popen:
-        # "ip netns exec" execs the program, so the PID is the program's own.
-        with self.lock:
-            if self.closing.is_set():
-                raise RuntimeError("shutting down")
-            p = subprocess.Popen(["ip", "netns", "exec", ns] + args, **kw)
-            self.procs.append(p)
-        return p
-
-    def forget(self, p: subprocess.Popen) -> None:
-        with self.lock:
-            if p in self.procs and p.poll() is not None:
-                self.procs.remove(p)
-
-    @staticmethod
-    def stop(p: subprocess.Popen, sig: int = signal.SIGTERM, wait: float = 5) -> None:
-        if p.poll() is None:
-            try:
-                os.kill(p.pid, sig)
-            except ProcessLookupError:
-                pass
-            try:
-                p.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.kill(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait(timeout=wait)
-
-    # ---- setup / teardown -------------------------------------------------
     def __enter__(self) -> "VethPair":
+        bed = self.bed
         try:
-            self._setup()
+            bed.node("client")
+            bed.node("server")
+            bed.link("client", "eth0", [CLI4 + "/24"], "server", "eth0", [SRV4 + "/24"])
+            log(f"namespaces {bed.ns('client')}, {bed.ns('server')}")
+            bed.up(offloads=False)
+            for role in ("client", "server"):
+                self._check_offloads(role)
         except BaseException:
-            self.teardown()
+            bed.close()
             raise
         return self
 
     def __exit__(self, *exc) -> None:
-        self.teardown()
+        self.closing.set()
+        self.bed.close()
 
-    def _claim_suffix(self) -> None:
-        """Pick a one-character suffix no other run uses; 'ip netns add' is the lock."""
-        existing = run(["ip", "netns", "list"]).stdout
-        for ch in string.ascii_lowercase + string.digits:
-            ns_c = f"{PREFIX}{ch}-client"
-            if f"{PREFIX}{ch}-" in existing:
-                continue
-            if run(["ip", "netns", "add", ns_c], check=False).returncode != 0:
-                continue       # somebody else took it a moment ago
-            self.created_ns.append(ns_c)
-            self.sfx, self.ns_c = ch, ns_c
-            return
-        raise RuntimeError("no free tcpvar-bench-<x> suffix: old runs left namespaces behind? (ip netns list)")
-
-    def _setup(self) -> None:
-        self._claim_suffix()
-        self.ns_s = f"{PREFIX}{self.sfx}-server"
-        run(["ip", "netns", "add", self.ns_s])
-        self.created_ns.append(self.ns_s)
-        self.if_c, self.if_s = f"{PREFIX}{self.sfx}c", f"{PREFIX}{self.sfx}s"
-        assert len(self.if_c) <= 15 and len(self.if_s) <= 15
-        log(f"namespaces {self.ns_c}, {self.ns_s}; veth {self.if_c} <-> {self.if_s}")
-        for ns in (self.ns_c, self.ns_s):
-            run(["ip", "-n", ns, "link", "set", "lo", "up"])
-        # the veth pair is created directly inside the two namespaces
-        run(["ip", "-n", self.ns_c, "link", "add", self.if_c, "type", "veth",
-             "peer", "name", self.if_s, "netns", self.ns_s])
-        for ns, dev, addr in ((self.ns_c, self.if_c, CLI4), (self.ns_s, self.if_s, SRV4)):
-            # lro cannot be changed on veth ("fixed"), so ethtool may exit non-zero; checked below
-            run(["ip", "netns", "exec", ns, "ethtool", "-K", dev,
-                 "tso", "off", "gso", "off", "gro", "off", "lro", "off"], check=False)
-            feats = run(["ip", "netns", "exec", ns, "ethtool", "-k", dev]).stdout
-            for feat in ("tcp-segmentation-offload", "generic-segmentation-offload",
-                         "generic-receive-offload", "large-receive-offload"):
-                m = re.search(rf"^{feat}: (\S+)", feats, re.M)
-                if m and m.group(1) != "off":
-                    raise RuntimeError(f"{dev}: {feat} is still {m.group(1)}")
-            run(["ip", "-n", ns, "addr", "add", addr + "/24", "dev", dev])
-            run(["ip", "-n", ns, "link", "set", dev, "up"])
-        deadline = time.time() + 5       # wait for carrier on both ends
-        while not all("state UP" in run(["ip", "-n", ns, "link", "show", "dev", dev]).stdout
-                      for ns, dev in ((self.ns_c, self.if_c), (self.ns_s, self.if_s))):
-            if time.time() > deadline:
-                raise RuntimeError("veth pair does not come up")
-            time.sleep(0.05)
-
-    def teardown(self) -> None:
-        # a second Ctrl-C must not interrupt the cleanup half-way
-        blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
-        try:
-            self.closing.set()
-            with self.lock:
-                procs = list(self.procs)
-                self.procs.clear()
-            for p in reversed(procs):
-                try:
-                    self.stop(p)
-                except Exception as e:  # noqa: BLE001
-                    log("warning: could not stop pid", p.pid, e)
-            for ns in reversed(self.created_ns):
-                cp = run(["ip", "netns", "del", ns], check=False)
-                if cp.returncode != 0:
-                    log("warning: could not delete netns", ns, cp.stderr.strip())
-            self.created_ns.clear()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    def _check_offloads(self, role: str) -> None:
+        feats = self.bed.run(role, ["ethtool", "-k", "eth0"])
+        for feat in ("tcp-segmentation-offload", "generic-segmentation-offload",
+                     "generic-receive-offload", "large-receive-offload"):
+            m = re.search(rf"^{feat}: (\S+)", feats, re.M)
+            if m and m.group(1) != "off":
+                raise RuntimeError(f"{role}: {feat} is still {m.group(1)}")
 
     # ---- traffic ------------------------------------------------------------
-    def iperf_server(self, port: int, once: bool) -> subprocess.Popen:
-        args = ["iperf3", "-s", "-B", SRV4, "-p", str(port)] + (["-1"] if once else [])
-        p = self.spawn(self.ns_s, args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 5
-        while time.time() < deadline:
-            out = run(["ip", "netns", "exec", self.ns_s, "ss", "-Hltn", f"sport = :{port}"]).stdout
-            if out.strip():
-                return p
-            if p.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(f"iperf3 server on port {port} did not start")
+    def iperf_server(self, port: int, once: bool) -> None:
+        traffic.iperf_server(self.bed, "server", port, once=once, bind=SRV4)
 
     def iperf_client(self, port: int, extra: list[str]) -> subprocess.Popen:
-        return self.spawn(self.ns_c, ["iperf3", "-c", SRV4, "-p", str(port), "-J"] + extra,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if self.closing.is_set():
+            raise RuntimeError("shutting down")
+        return traffic.iperf_client(self.bed, "client", SRV4, port, extra)
 
-    def tcpdump(self, path: Path, buffer_kib: int) -> subprocess.Popen:
+    def tcpdump(self, path: Path, buffer_kib: int) -> tuple[subprocess.Popen, Path]:
         # no --immediate-mode: at >100 k packets/s the TPACKET_V3 block batching is what keeps up
-        p = self.spawn(self.ns_c, ["tcpdump", "-i", self.if_c, "-s", str(SNAPLEN), "-B", str(buffer_kib),
-                                   "-Z", "root", "-w", str(path)],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        assert p.stderr is not None
-        line = p.stderr.readline()           # "listening on ...": from here on nothing is missed
-        if "listening" not in line:
-            raise RuntimeError(f"tcpdump did not start: {line!r}")
-        return p
+        log_path = self.work / f"{path.name.split('.')[0]}.tcpdump.log"
+        return traffic.start_tcpdump(self.bed, "tcpdump", "client", path,
+                                     ["-i", "eth0", "-s", str(SNAPLEN), "-B", str(buffer_kib)],
+                                     log_path), log_path
 
-    def stop_tcpdump(self, p: subprocess.Popen) -> dict:
-        time.sleep(1.0)                       # let the last FIN/RST/ACKs reach the ring
-        os.kill(p.pid, signal.SIGINT)
-        _, err = p.communicate(timeout=120)
-        self.forget(p)
-        stats: dict = {"stderr": err.strip()}
-        for key, pat in (("captured", r"(\d+) packets? captured"),
-                         ("received_by_filter", r"(\d+) packets? received by filter"),
-                         ("dropped_by_kernel", r"(\d+) packets? dropped by kernel"),
-                         ("dropped_by_interface", r"(\d+) packets? dropped by interface")):
-            m = re.search(pat, err)
-            stats[key] = int(m.group(1)) if m else None
+    def stop_tcpdump(self, capture: tuple[subprocess.Popen, Path]) -> dict:
+        proc, log_path = capture
+        stats = traffic.stop_tcpdump(self.bed, proc, log_path)
+        stats["stderr"] = log_path.read_text(errors="replace").strip()
         if stats["captured"] is None or stats["dropped_by_kernel"] is None:
-            raise RuntimeError(f"cannot read tcpdump's statistics: {err!r}")
+            raise RuntimeError(f"cannot read tcpdump's statistics: {stats['stderr']!r}")
         return stats
 
 
 def iperf_result(p: subprocess.Popen, timeout: float) -> dict:
-    out, err = p.communicate(timeout=timeout)
-    if p.returncode != 0:
-        try:
-            msg = json.loads(out).get("error", "")
-        except (ValueError, AttributeError):
-            msg = out[-500:]
-        raise RuntimeError(f"iperf3 client failed ({p.returncode}): {msg} {err.strip()}")
-    res = json.loads(out)
+    try:
+        res = traffic.iperf_result(p, timeout)
+    except TestbedError as exc:
+        raise RuntimeError(str(exc)) from None
     s = res["end"]["sum_sent"]
     return {"bytes": s["bytes"], "mbit_s": round(s["bits_per_second"] / 1e6, 1),
             "retransmits": s.get("retransmits"), "seconds": round(s["seconds"], 3)}
@@ -273,7 +163,6 @@ def profile_bulk(net: VethPair, out: Path, a: argparse.Namespace) -> dict:
     t0 = time.time()
     cl = net.iperf_client(5201, ["-P", str(a.flows), "-t", str(a.seconds), "-b", f"{a.flow_rate}M"])
     res = iperf_result(cl, a.seconds + 60)
-    net.forget(cl)
     elapsed = time.time() - t0
     stats = net.stop_tcpdump(td)
     log(f"bulk: {a.flows} flows x {a.flow_rate} Mbit/s for {a.seconds} s: {res['bytes']/1e9:.2f} GB sent, "
@@ -305,7 +194,6 @@ def profile_many(net: VethPair, out: Path, a: argparse.Namespace) -> dict:
                 try:
                     cl = net.iperf_client(port, ["-n", a.run_bytes, "-b", f"{a.run_rate}M"])
                     r = iperf_result(cl, 120)
-                    net.forget(cl)
                     with jobs_lock:
                         results.append(r)
                     break
@@ -364,7 +252,7 @@ def make(profile: str, a: argparse.Namespace) -> int:
     part.unlink(missing_ok=True)
     log(f"capturing profile {profile!r} into {final} ...")
     try:
-        with VethPair() as net:
+        with VethPair(outdir) as net:
             info = PROFILES[profile](net, part, a)
     except BaseException:
         part.unlink(missing_ok=True)
@@ -424,10 +312,7 @@ def main() -> int:
             print(f"missing tool: {tool}", file=sys.stderr)
             return 2
 
-    def on_signal(signum, _frame):   # Ctrl-C / SIGTERM / SIGHUP unwind through the with blocks
-        raise KeyboardInterrupt(f"signal {signum}")
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, on_signal)
+    interrupt_on_signals()     # SIGTERM and SIGHUP unwind the testbed like Ctrl-C
 
     rc = 0
     for p in profiles:

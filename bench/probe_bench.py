@@ -19,28 +19,26 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-
-import probe_scenario as ps  # noqa: E402
-from tcpvar.capture import probe  # noqa: E402
+from tcpvar.capture import probe, traffic
+from tcpvar.capture.testbed import Testbed, line
 
 PORT = 5201
 MODES = ("none", "bpf", "tracefs")
 
 
-def one_run(net: ps.Dumbbell, mode: str, seconds: float, parallel: int, work: Path) -> dict:
+def one_run(bed: Testbed, receiver: str, mode: str, seconds: float, parallel: int,
+            work: Path) -> dict:
     rec = None
     if mode != "none":
         rec = probe.open_probe(work / f"{mode}-{time.monotonic_ns()}", [PORT], prefer=mode)
         rec.start()
     try:
-        with ps.iperf_server(net, PORT):
-            client = ps.iperf_client(net, seconds, port=PORT, parallel=parallel)
-            out, err = client.communicate(timeout=seconds + 60)
+        traffic.iperf_server(bed, "d", PORT)
+        client = traffic.iperf_client(bed, "s", receiver, PORT,
+                                      ["-t", str(seconds), "-P", str(parallel)])
+        doc = traffic.iperf_result(client, seconds + 60)
     finally:
         stats = rec.stop() if rec else None
-    doc = json.loads(out)
     bps = doc["end"]["sum_received"]["bits_per_second"]
     res = {"mode": mode, "bps": bps}
     if stats:
@@ -56,11 +54,13 @@ def one_run(net: ps.Dumbbell, mode: str, seconds: float, parallel: int, work: Pa
 def profile(name: str, offload: bool, parallel: int, seconds: float, repeat: int,
             work: Path) -> dict:
     runs = {m: [] for m in MODES}
-    with ps.Dumbbell(rate=None, offload=offload) as net:
-        one_run(net, "none", 1, parallel, work)           # warm-up
+    with Testbed() as bed:
+        _, receiver = line(bed, ["s", "r", "d"])      # sender, router, receiver
+        bed.up(offloads=None if offload else False)
+        one_run(bed, receiver, "none", 1, parallel, work)           # warm-up
         for _ in range(repeat):
             for mode in MODES:
-                runs[mode].append(one_run(net, mode, seconds, parallel, work))
+                runs[mode].append(one_run(bed, receiver, mode, seconds, parallel, work))
     base = statistics.median(r["bps"] for r in runs["none"])
     out = {"profile": name, "offload": offload, "parallel": parallel, "seconds": seconds,
            "repeat": repeat, "none_bps": base}

@@ -90,13 +90,13 @@ class Testbed:
         """A veth pair between nodes @a and @b, with their addresses
         (IPv6 ones without duplicate address detection)."""
         mtu_arg = f" mtu {mtu}" if mtu else ""
-        self._links.append(f"link add {dev_a} netns {self.ns(a)}{mtu_arg} type veth "
+        self._links.append(f"link add name {dev_a} netns {self.ns(a)}{mtu_arg} type veth "
                            f"peer name {dev_b} netns {self.ns(b)}{mtu_arg}")
         for role, dev, addrs in ((a, dev_a, addrs_a), (b, dev_b, addrs_b)):
             node = self._nodes[role]
             node.commands += [f"addr add {addr} dev {dev}" + (" nodad" if ":" in addr else "")
                               for addr in addrs]
-            node.commands.append(f"link set {dev} up")
+            node.commands.append(f"link set dev {dev} up")
             node.devs.append(dev)
 
     def route(self, role: str, dest: str, via: str) -> None:
@@ -164,3 +164,32 @@ class Testbed:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+def line(bed: Testbed, roles: list[str], prefix: str = "198.18", ipv6: bool = False,
+         sysctls: dict[str, str] | None = None) -> tuple[str, str]:
+    """Plan a line of nodes, hosts at both ends and routers between. Link k
+    joins roles[k] (<prefix>.<k+1>.1/24) to roles[k+1] (<prefix>.<k+1>.2/24),
+    each end's device named after the node at its other end; with @ipv6
+    also 2001:db8:<k+1>::1 and ::2/64. @sysctls go to the two hosts.
+    Returns the IPv4 addresses of the first and the last host."""
+    last = len(roles) - 1
+
+    def addr(link: int, end: int, v6: bool = False) -> str:
+        return f"2001:db8:{link + 1}::{end}" if v6 else f"{prefix}.{link + 1}.{end}"
+
+    for k, role in enumerate(roles):
+        bed.node(role, forward=0 < k < last, sysctls=sysctls if k in (0, last) else None)
+    for k in range(last):
+        a, b = roles[k], roles[k + 1]
+        bed.link(a, b, [addr(k, 1) + "/24", *[addr(k, 1, True) + "/64"] * ipv6],
+                 b, a, [addr(k, 2) + "/24", *[addr(k, 2, True) + "/64"] * ipv6])
+    for v6 in (False, True)[:1 + ipv6]:
+        bed.route(roles[0], "::/0" if v6 else "default", addr(0, 2, v6))
+        bed.route(roles[last], "::/0" if v6 else "default", addr(last - 1, 1, v6))
+        for k in range(1, last):              # a router: the links beyond its neighbours
+            for j in range(last):
+                if j < k - 1 or j > k:
+                    via = addr(k - 1, 1, v6) if j < k else addr(k, 2, v6)
+                    net = f"2001:db8:{j + 1}::/64" if v6 else f"{prefix}.{j + 1}.0/24"
+                    bed.route(roles[k], net, via)
+    return addr(0, 1), addr(last - 1, 2)

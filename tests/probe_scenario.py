@@ -5,7 +5,8 @@ the path blackholed for a while to force timeouts. It runs on the host (the
 tests import it) and inside a virtme-ng guest (`python3 probe_scenario.py OUT`
 writes OUT/result.json), so both kernels are checked the same way.
 
-Namespaces are named tcpvar-<unique>-{s,r,d}: sender, router, receiver.
+Namespaces are named tcpvar-<tag>-{s,r,d}: sender, router, receiver, built
+by tcpvar's testbed library.
 """
 from __future__ import annotations
 
@@ -18,101 +19,54 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
+
+from tcpvar.capture import traffic
+from tcpvar.capture.testbed import Testbed
+from tcpvar.capture.testbed import line as plan_line
 
 PORT = 5201
 SND_ADDR, RCV_ADDR = "198.18.1.1", "198.18.2.2"
 
 
-def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    res = subprocess.run(list(args), capture_output=True, text=True)
-    if check and res.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)}: {res.stderr.strip()}")
-    return res
+@contextlib.contextmanager
+def Dumbbell(rate: str | None = "20mbit", limit_bytes: int = 30000, offload: bool = False):
+    """sender (s) -- router (r) -- receiver (d) of tcpvar's testbed library;
+    a bottleneck (HTB at @rate over a bfifo of @limit_bytes) on the router's
+    egress towards the receiver when @rate is given; @offload keeps the
+    kernel's offloads, else TSO, GSO and GRO are off (real segments, as a
+    NIC puts them on the wire)."""
+    with Testbed() as bed:
+        plan_line(bed, ["s", "r", "d"])
+        bed.up(offloads=None if offload else False)
+        if rate:
+            tc = ["tc", "qdisc", "add", "dev", "d"]
+            bed.run("r", [*tc, "root", "handle", "1:", "htb", "default", "1"])
+            bed.run("r", ["tc", "class", "add", "dev", "d", "parent", "1:", "classid", "1:1",
+                          "htb", "rate", rate, "ceil", rate])
+            bed.run("r", [*tc, "parent", "1:1", "handle", "10:", "bfifo",
+                          "limit", str(limit_bytes)])
+        yield bed
 
 
-class Dumbbell:
-    """sender (s) -- router (r) -- receiver (d), veth pairs; a bottleneck on
-    the router's egress towards the receiver when `rate` is given."""
-
-    def __init__(self, rate: str | None = "20mbit", limit_bytes: int = 30000,
-                 offload: bool = False):
-        tag = uuid.uuid4().hex[:8]
-        self.s, self.r, self.d = (f"tcpvar-{tag}-{x}" for x in "srd")
-        self.rate, self.limit, self.offload = rate, limit_bytes, offload
-
-    def ns(self, name: str, *args: str) -> list[str]:
-        return ["ip", "netns", "exec", name, *args]
-
-    def __enter__(self):
-        try:
-            for n in (self.s, self.r, self.d):
-                sh("ip", "netns", "add", n)
-                sh("ip", "-n", n, "link", "set", "lo", "up")
-            sh("ip", "link", "add", "s0", "netns", self.s, "type", "veth",
-               "peer", "name", "r0", "netns", self.r)
-            sh("ip", "link", "add", "r1", "netns", self.r, "type", "veth",
-               "peer", "name", "d0", "netns", self.d)
-            for n, dev, addr in ((self.s, "s0", SND_ADDR + "/24"), (self.r, "r0", "198.18.1.2/24"),
-                                 (self.r, "r1", "198.18.2.1/24"), (self.d, "d0", RCV_ADDR + "/24")):
-                sh("ip", "-n", n, "addr", "add", addr, "dev", dev)
-                sh("ip", "-n", n, "link", "set", dev, "up")
-            sh("ip", "-n", self.s, "route", "add", "default", "via", "198.18.1.2")
-            sh("ip", "-n", self.d, "route", "add", "default", "via", "198.18.2.1")
-            sh(*self.ns(self.r, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"))
-            for n, dev in ((self.s, "s0"), (self.r, "r0"), (self.r, "r1"), (self.d, "d0")):
-                if self.offload:
-                    break
-                # real segments, as a NIC would put them on the wire
-                sh("ip", "netns", "exec", n, "ethtool", "-K", dev, "tso", "off", "gso", "off",
-                   "gro", "off", check=False)
-            if self.rate:
-                sh("tc", "-n", self.r, "qdisc", "add", "dev", "r1", "root", "handle", "1:",
-                   "htb", "default", "1")
-                sh("tc", "-n", self.r, "class", "add", "dev", "r1", "parent", "1:", "classid",
-                   "1:1", "htb", "rate", self.rate, "ceil", self.rate)
-                sh("tc", "-n", self.r, "qdisc", "add", "dev", "r1", "parent", "1:1", "handle",
-                   "10:", "bfifo", "limit", str(self.limit))
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def blackhole(self, on: bool) -> None:
-        """Drop everything the router would forward to the receiver."""
-        sh("ip", "-n", self.r, "route", "add" if on else "del", "blackhole", RCV_ADDR + "/32")
-
-    def __exit__(self, *exc):
-        for n in (self.s, self.r, self.d):
-            sh("ip", "netns", "del", n, check=False)
+def blackhole(bed: Testbed, on: bool) -> None:
+    """Drop everything the router would forward to the receiver."""
+    bed.run("r", ["ip", "route", "add" if on else "del", "blackhole", RCV_ADDR + "/32"])
 
 
 @contextlib.contextmanager
-def iperf_server(net: Dumbbell, port: int = PORT):
-    srv = subprocess.Popen(net.ns(net.d, "iperf3", "-s", "-p", str(port), "-1"),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def iperf_server(bed: Testbed, port: int = PORT):
+    srv = traffic.iperf_server(bed, "d", port)
     try:
-        for _ in range(100):
-            if sh(*net.ns(net.d, "ss", "-Htln", f"sport = :{port}")).stdout.strip():
-                break
-            time.sleep(0.05)
         yield srv
     finally:
-        if srv.poll() is None:
-            srv.terminate()
-        try:
-            srv.wait(5)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        bed.procs.stop(srv)
 
 
-def iperf_client(net: Dumbbell, seconds: float, cc: str = "cubic", port: int = PORT,
+def iperf_client(bed: Testbed, seconds: float, cc: str = "cubic", port: int = PORT,
                  parallel: int = 1) -> subprocess.Popen:
-    return subprocess.Popen(net.ns(net.s, "iperf3", "-c", RCV_ADDR, "-p", str(port), "-t",
-                                   str(seconds), "-C", cc, "-P", str(parallel), "-J"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return traffic.iperf_client(bed, "s", RCV_ADDR, port,
+                                ["-t", str(seconds), "-C", cc, "-P", str(parallel)])
 
 
 SS_RE = {k: re.compile(p) for k, p in {
@@ -120,11 +74,10 @@ SS_RE = {k: re.compile(p) for k, p in {
     "rtt": r"\brtt:([\d.]+)/([\d.]+)", "cwnd": r"\bcwnd:(\d+)"}.items()}
 
 
-def ss_sample(net: Dumbbell, port: int = PORT) -> list[dict]:
+def ss_sample(net: Testbed, port: int = PORT) -> list[dict]:
     """`ss -tie` of the sender's sockets to the port, bracketed by the times."""
     t0 = time.time_ns()
-    out = sh(*net.ns(net.s, "ss", "-Htie", "state", "established",
-                     f"dport = :{port}")).stdout
+    out = net.run("s", ["ss", "-Htie", "state", "established", f"dport = :{port}"])
     t1 = time.time_ns()
     rows = []
     for line in out.replace("\n\t", " ").splitlines():
@@ -271,9 +224,9 @@ def run(out: Path, seconds: float = 8, blackhole_at: float = 4.5,
             th.start()
             try:
                 time.sleep(max(0.0, blackhole_at - (time.monotonic() - t_start)))
-                net.blackhole(True)
+                blackhole(net, True)
                 time.sleep(blackhole_s)
-                net.blackhole(False)
+                blackhole(net, False)
                 cl_out, cl_err = client.communicate(timeout=seconds + 60)
             finally:
                 stop.set()
