@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 
 from tcpvar.capture import traffic
-from tcpvar.capture.testbed import Testbed, interrupt_on_signals
+from tcpvar.capture.testbed import Testbed, run_script
 from tcpvar.errors import TestbedError
 
 HERE = Path(__file__).resolve().parent
@@ -312,8 +312,6 @@ def main() -> int:
             print(f"missing tool: {tool}", file=sys.stderr)
             return 2
 
-    interrupt_on_signals()     # SIGTERM and SIGHUP unwind the testbed like Ctrl-C
-
     rc = 0
     for p in profiles:
         rc = max(rc, make(p, a))
@@ -321,8 +319,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt as e:
-        print(f"interrupted: {e}", file=sys.stderr)
-        sys.exit(130)
+    run_script(main)

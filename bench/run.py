@@ -45,6 +45,8 @@ import threading
 import time
 from pathlib import Path
 
+from tcpvar.capture.testbed import run_script
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_WORK = HERE / "work"
 DEFAULT_RESULTS = HERE / "RESULTS.md"
@@ -482,11 +484,6 @@ def main() -> int:
         if not shutil.which(tool):
             ap.error(f"{tool} not found")
 
-    def on_signal(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, on_signal)
-
     tcpvar = find_tcpvar(a.tcpvar)
     mach, vers = machine(), tool_versions(tcpvar)
     log(f"machine: {mach}; tools: {vers}")
@@ -514,8 +511,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt as e:
-        print(f"interrupted: {e}", file=sys.stderr)
-        sys.exit(130)
+    run_script(main)

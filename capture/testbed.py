@@ -17,6 +17,7 @@ from __future__ import annotations
 import secrets
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,17 @@ def interrupt_on_signals() -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
+
+
+def run_script(main) -> None:
+    """Exit with what @main() returns; Ctrl-C, SIGTERM and SIGHUP unwind its
+    testbeds and end it with status 130 (the scripts of fixtures/ and bench/)."""
+    interrupt_on_signals()
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as exc:
+        print(f"interrupted: {exc}", file=sys.stderr)
+        sys.exit(130)
 
 
 @dataclass
