@@ -10,10 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TcpvarError
 
 from .params import RunParams
-from .runner import STOP_FILE, Experiment
+from .runner import Experiment
 
 TRACEFS = "/sys/kernel/tracing"
 
@@ -39,7 +40,7 @@ def main(spec_path: str) -> int:
     params = RunParams.from_json(spec["params"])
     for run in spec["runs"]:
         run_dir = Path(run["dir"])
-        if (run_dir / STOP_FILE).exists():
+        if (run_dir / layout.STOP_FILE).exists():
             break
         exp = Experiment(params, run_dir, run["tag"], run["repetition"], backend="vm",
                          progress=lambda sample: say("progress", **sample))

@@ -1,23 +1,11 @@
 """One experiment on the kernel this process runs on: build the dumbbell,
 start the iperf3 flows on schedule, capture, and write every artefact into
-the run folder. The same code runs on the host (netns backend) and inside
-the micro-VM (vm backend).
-
-Artefacts of a run folder (docs/run.md):
-  manifest.json            parameters, kernel, sysctls, tools, seed, times, status
-  sender.pcap              headers of every TCP packet entering the first router
-                           (what the senders sent, and the ACKs that came back)
-  bottleneck.pcap          headers of what left the bottleneck queue
-  tcp_probe.csv/.json      tcp_probe events of the flows (docs/probe.md)
-  iperf-<flow>.json        iperf3 client report (sender side)
-  iperf-<flow>-server.json iperf3 server report (receiver side)
-  tc-stats.txt/.json       `tc -s` of the bottleneck and delay routers at the end
-  progress.jsonl           the live samples shown while it ran
+the run folder (tcpvar.artefacts.run_folder). The same code runs on the
+host (netns backend) and inside the micro-VM (vm backend).
 """
 from __future__ import annotations
 
 import json
-import os
 import platform
 import random
 import re
@@ -28,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tcpvar import __version__
+from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TcpvarError, TestbedError
 
 from . import traffic
@@ -49,7 +38,6 @@ RECORDED_SYSCTLS = (
     "net.ipv4.tcp_ngwa_alpha", "net.ipv4.tcp_wbrto", "net.ipv4.tcp_wbrto_scale",
     "net.ipv4.tcp_wbrto_unit_ms",
 )
-STOP_FILE = ".stop"           # a file the host creates to end a run in the VM early
 SETTLE_S = 1.0                # time for the last ACKs to come back before captures stop
 
 
@@ -146,16 +134,16 @@ class Experiment:
         for fe in self.flows:
             f = fe.flow.flow
             traffic.iperf_server(self.net, f"d{f}", fe.dport, name=f"server{f}",
-                                 report=self.dir / f"iperf-{f}-server.json",
-                                 log=self.dir / f"iperf-{f}-server.err")
+                                 report=self.dir / layout.iperf_report(f, server=True),
+                                 log=self.dir / layout.iperf_log(f, server=True))
         self._start_tcpdump("sender", ["-i", "any", "-Q", "in"])
         self._start_tcpdump("bottleneck", ["-i", "right", "-Q", "out"])
         self._start_probe()
 
     def _start_tcpdump(self, name: str, where: list[str]) -> None:
-        traffic.start_tcpdump(self.net, name, "rl", self.dir / f"{name}.pcap",
+        traffic.start_tcpdump(self.net, name, "rl", self.dir / layout.pcap(name),
                               [*where, "-n", "-s", str(SNAPLEN), "-B", str(TCPDUMP_BUFFER_KIB),
-                               "tcp"], log=self.dir / f"{name}.tcpdump.log")
+                               "tcp"], log=self.dir / layout.tcpdump_log(name))
 
     def _start_probe(self) -> None:
         from . import probe
@@ -190,7 +178,7 @@ class Experiment:
                     self.net.set_rate(p.shaper, rate)
                     self.manifest.setdefault("schedule_applied", []).append(
                         {"t_s": round(now, 3), "bw_bps": rate})
-                if (self.dir / STOP_FILE).exists():
+                if (self.dir / layout.STOP_FILE).exists():
                     raise Interrupted("stopped from the host")
                 if now > p.duration_s + 30:
                     raise TestbedError("iperf3 clients did not finish 30 s after the run's end")
@@ -202,7 +190,7 @@ class Experiment:
             self.manifest["t0_ns"] = t0_ns
         failed = [f for f, c in clients.items() if c.returncode not in (0, None)]
         if failed:
-            err = (self.dir / f"iperf-{failed[0]}.err").read_text(errors="replace").strip()
+            err = (self.dir / layout.iperf_log(failed[0])).read_text(errors="replace").strip()
             raise TestbedError(f"iperf3 flow {failed[0]} failed: {err[:200] or 'see its JSON'}")
 
     def _start_client(self, fe: FlowEndpoints) -> subprocess.Popen:
@@ -210,7 +198,7 @@ class Experiment:
         return traffic.iperf_client(
             self.net, f"s{f}", fe.dst, fe.dport,
             ["--cport", str(fe.sport), "-t", str(seconds), "-i", "1", "-C", fe.flow.cc],
-            report=self.dir / f"iperf-{f}.json", log=self.dir / f"iperf-{f}.err",
+            report=self.dir / layout.iperf_report(f), log=self.dir / layout.iperf_log(f),
             name=f"client{f}")
 
     def _sampler(self, t0: float, clients: dict, stop: threading.Event) -> None:
@@ -218,7 +206,7 @@ class Experiment:
         progress.jsonl; in its own thread, as `ss` in N namespaces can take
         longer than the flows' start schedule may wait."""
         last: dict[int, tuple[float, int]] = {}
-        with open(self.dir / "progress.jsonl", "w") as samples:
+        with open(self.dir / layout.PROGRESS, "w") as samples:
             while not stop.wait(1.0):
                 sample = self._sample(time.monotonic() - t0, dict(clients), last)
                 samples.write(json.dumps(sample) + "\n")
@@ -262,8 +250,8 @@ class Experiment:
                 self.manifest["probe"]["error"] = str(exc)
         try:
             if self.net.namespaces:
-                (self.dir / "tc-stats.txt").write_text(self.net.qdisc_stats())
-                (self.dir / "tc-stats.json").write_text(
+                (self.dir / layout.TC_STATS_TEXT).write_text(self.net.qdisc_stats())
+                (self.dir / layout.TC_STATS_JSON).write_text(
                     json.dumps(self.net.qdisc_stats_json(), indent=1))
         finally:
             left = self.net.close()
@@ -273,8 +261,8 @@ class Experiment:
 
     def _tcpdump_drops(self) -> dict:
         return {name: traffic.tcpdump_stats(log)["dropped_by_kernel"]
-                for name in ("sender", "bottleneck")
-                if (log := self.dir / f"{name}.tcpdump.log").exists()}
+                for name in layout.CAPTURES
+                if (log := self.dir / layout.tcpdump_log(name)).exists()}
 
     # -- bookkeeping -----------------------------------------------------------
     def _phase(self, phase: str) -> None:
@@ -302,9 +290,7 @@ class Experiment:
         return out
 
     def _write_manifest(self) -> None:
-        tmp = self.dir / "manifest.json.tmp"
-        tmp.write_text(json.dumps(self.manifest, indent=1))
-        os.replace(tmp, self.dir / "manifest.json")
+        layout.write_manifest(self.dir, self.manifest)
 
 
 def load_variants(ccs: list[str]) -> None:

@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 from tcpvar import tools
+from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TestbedError, VmError
 from tcpvar.resources import cache_dir
 
 from .kernels import Kernel
-from .runner import STOP_FILE
 
 VM_CPUS = 2
 VM_MEMORY = "2G"
@@ -237,7 +237,7 @@ def _follow(guest: Guest, progress, spec: dict) -> None:
                      {k: v for k, v in msg.items() if k != "kind"})
     except KeyboardInterrupt:
         for run in spec["runs"]:
-            Path(run["dir"], STOP_FILE).touch()
+            Path(run["dir"], layout.STOP_FILE).touch()
         deadline = time.monotonic() + 30
         while guest.proc.poll() is None and time.monotonic() < deadline:
             try:

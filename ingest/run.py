@@ -9,6 +9,8 @@ from pathlib import Path
 
 from tcpvar import __version__
 from tcpvar.analyzers.series import build_throughput
+from tcpvar.artefacts import run_folder as layout
+from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.errors import InputError, NoTcpError
 from tcpvar.store.db import one
 
@@ -16,40 +18,6 @@ from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
 
 SERIES_INTERVAL_MS = 1000.0   # iperf3 reports every second: the pcap series matches
-
-
-# what each flow of a manifest needs to be loaded
-FLOW_KEYS = ("flow", "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",
-             "duration_s")
-
-
-def read_manifest(run_dir: Path) -> dict:
-    """The run folder's manifest; InputError (one line) when there is none or
-    it is not one tcpvar wrote."""
-    run_dir = Path(run_dir)
-    path = run_dir / "manifest.json"
-    if not run_dir.is_dir():
-        raise InputError(f"{run_dir}: " + ("not a folder" if run_dir.exists()
-                                            else "no such folder"))
-    if not path.exists():
-        raise InputError(f"{run_dir}: not a tcpvar run folder (no manifest.json)")
-    try:
-        m = json.loads(path.read_text())
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    if not _is_run_manifest(m):
-        raise InputError(f"{path}: not the manifest of a tcpvar run (no params or flows)")
-    return m
-
-
-def _is_run_manifest(m) -> bool:
-    if not isinstance(m, dict) or not isinstance(m.get("params"), dict):
-        return False
-    flows = m.get("flows")
-    return isinstance(flows, list) and all(
-        isinstance(f, dict) and all(k in f for k in FLOW_KEYS) for f in flows)
 
 
 def stored_run(con, run_dir: Path) -> int | None:
@@ -69,8 +37,8 @@ def load_run(store, run_dir: Path, progress=None) -> int:
     con = store.con
     run_id = one(con, "SELECT nextval('run_ids')")[0]
     captures = {}
-    for name in ("sender", "bottleneck"):
-        path = run_dir / f"{name}.pcap"
+    for name in layout.CAPTURES:
+        path = run_dir / layout.pcap(name)
         if not path.exists() or path.stat().st_size == 0:
             continue
         try:
@@ -108,8 +76,8 @@ def load_run(store, run_dir: Path, progress=None) -> int:
 
 def _load_flow(con, run_id: int, run_dir: Path, f: dict, sender_capture: int | None) -> None:
     n = f["flow"]
-    client = read_report(run_dir / f"iperf-{n}.json")
-    server = read_report(run_dir / f"iperf-{n}-server.json")
+    client = read_report(run_dir / layout.iperf_report(n))
+    server = read_report(run_dir / layout.iperf_report(n, server=True))
     s = flow_summary(client, server)
     conn = None
     if sender_capture is not None:
@@ -138,7 +106,7 @@ _QDISC_KEYS = {"router", "dev", "kind", "handle", "parent", "root", "refcnt", "o
 def qdisc_rows(run_id: int, run_dir: Path) -> list[list]:
     """tc-stats.json (the runner's `tc -s -j qdisc` of each router link)."""
     try:
-        qdiscs = json.loads((run_dir / "tc-stats.json").read_text())
+        qdiscs = json.loads((run_dir / layout.TC_STATS_JSON).read_text())
     except (OSError, ValueError):
         return []
     rows = []

@@ -1,34 +1,23 @@
-"""`tcpvar run`, all stages but presentation: choose the backend, run the
-repetitions (on the host, or in one micro-VM boot), ingest every run folder
-into the store and summarise each run; and `tcpvar load`, the last two
-stages for run folders written before."""
+"""`tcpvar run`, all stages but presentation: capture a session of runs
+(capture.session), ingest every run folder it wrote into the store and
+summarise each run; and `tcpvar load`, the last two stages for run folders
+written before."""
 from __future__ import annotations
 
-import contextlib
 import shlex
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 
 from tcpvar.analyzers.runs import run_summary
-from tcpvar.capture import backend as backends
-from tcpvar.capture.params import RunParams
-from tcpvar.capture.runner import Experiment
-from tcpvar.capture.testbed import new_tag
-from tcpvar.errors import InputError, StoreError, TcpvarError, UsageError
-from tcpvar.ingest.run import load_run, read_manifest, stored_run
+from tcpvar.artefacts.run_folder import read_manifest
+from tcpvar.capture.session import SessionRequest, capture
+from tcpvar.errors import InputError, StoreError, TcpvarError
+from tcpvar.ingest.run import load_run, stored_run
 from tcpvar.store import Store
 
-
-@dataclass
-class RunRequest:
-    params: RunParams
-    backend: str = "auto"
-    kernel: str | None = None        # None: the host's (netns) or Debian's stock (vm)
-    out_dir: Path = Path("runs")
-    boot_timeout_s: float = 180.0
+RunRequest = SessionRequest      # what `tcpvar run` asks for is a capture session
 
 
 @dataclass
@@ -48,38 +37,16 @@ class StoredRun:
     error: TcpvarError | None = None
 
 
-def folder_name(params: RunParams, tag: str, repetition: int) -> str:
-    ccs = list(dict.fromkeys(f.cc for f in params.flow_plan()))
-    ccs = "-".join(ccs) if len(ccs) <= 3 else f"{len(ccs)}variants"
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{params.mode}-{ccs}-{tag}-r{repetition}"
-
-
 def execute(db_path: str, req: RunRequest, progress) -> RunOutcome:
-    """Check, run, store. The store is opened once the run can go ahead, and
-    stays closed while the flows run (a user may query it meanwhile)."""
-    params = req.params
-    backend, reason = backends.choose(req.backend, params, req.kernel)
-    progress({"phase": f"backend {backend}: {reason}"})
-    out_dir = Path(req.out_dir).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tag = new_tag()
-    runs = [{"dir": str(out_dir / folder_name(params, tag, r)), "tag": f"{tag}{r}",
-             "repetition": r} for r in range(1, params.repeat + 1)]
-    interrupted, failure = False, None
-    try:
-        if backend == "netns":
-            _on_host(params, runs, progress)
-        else:
-            _in_vm(req, runs, out_dir, tag, progress)
-    except KeyboardInterrupt:
-        interrupted = True
-    except Exception as exc:    # raised below, once what the runs wrote is stored
-        failure = exc
-    written = [r["dir"] for r in runs if Path(r["dir"], "manifest.json").exists()]
-    summaries = [s.summary for s in _store_written(db_path, written, failure, progress)]
-    interrupted |= any(s["status"] == "interrupted" for s in summaries)
-    return RunOutcome(backend, reason, summaries, interrupted)
+    """Capture, then store and summarise what the runs wrote, even when the
+    session ended in a failure. The store is opened once the runs are done
+    (a user may query it while the flows run)."""
+    session = capture(req, progress)
+    written = [str(d) for d in session.run_dirs]
+    summaries = [s.summary for s in _store_written(db_path, written, session.failure,
+                                                     progress)]
+    interrupted = session.interrupted or any(s["status"] == "interrupted" for s in summaries)
+    return RunOutcome(session.backend, session.reason, summaries, interrupted)
 
 
 def store_runs(db_path: str, run_dirs, progress) -> list[StoredRun]:
@@ -166,44 +133,3 @@ def _all_complete(dirs: list[str]) -> bool:
         return all(read_manifest(Path(d)).get("status") == "complete" for d in dirs)
     except InputError:
         return False
-
-
-def _on_host(params: RunParams, runs: list[dict], progress) -> None:
-    for run in runs:
-        manifest = Experiment(params, Path(run["dir"]), run["tag"], run["repetition"],
-                              backend="netns", progress=progress).execute()
-        if manifest["status"] == "interrupted":
-            raise KeyboardInterrupt
-        if manifest["status"] != "complete":
-            break
-
-
-def _in_vm(req: RunRequest, runs: list[dict], out_dir: Path, tag: str, progress) -> None:
-    from tcpvar.capture import kernels, vm
-
-    params = req.params
-    kernel = kernels.resolve(req.kernel or ("patched" if params.needs_patched_kernel
-                                            else "stock"), progress)
-    offered = kernel.variants()
-    missing = [c for c in params.needed_ccs() if offered is not None and c not in offered]
-    if missing:
-        raise UsageError(f"unknown congestion control {missing[0]!r}: the {kernel.kind} "
-                         f"kernel offers {', '.join(sorted(offered))} (for another, boot a "
-                         f"kernel that has it with --kernel PATH)")
-    from tcpvar.capture import probe
-
-    probe.prepare()     # the guest sees the host's files read-only: build before boot
-    for run in runs:
-        Path(run["dir"]).mkdir(parents=True, exist_ok=True)
-    spec = {"params": params.to_json(), "runs": runs, "path": []}
-    if params.ngwa_mode is not None:
-        from tcpvar.capture.kernel_build import patched_tc
-
-        # Debian's tc with the ngwa qdisc, first on the guest's PATH
-        spec["path"].append(str(patched_tc(build=True, progress=progress).parent))
-    try:
-        vm.run_session(kernel, spec, out_dir, tag, progress, req.boot_timeout_s)
-    finally:
-        for run in runs:        # the folders of runs the guest never started
-            with contextlib.suppress(OSError):
-                Path(run["dir"]).rmdir()

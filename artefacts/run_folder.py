@@ -1,0 +1,95 @@
+"""The run folder (docs/run.md): what one run of `tcpvar run` leaves on
+disk, written by capture/runner.py (on the host or in the micro-VM) and read
+by ingest/run.py. Its name, its files and its manifest are defined here
+only.
+
+  manifest.json            parameters, kernel, sysctls, tools, seed, times, status
+  sender.pcap              headers of every TCP packet entering the first router
+                           (what the senders sent, and the ACKs that came back)
+  bottleneck.pcap          headers of what left the bottleneck queue
+  <name>.tcpdump.log       each capture's tcpdump messages and closing counts
+  tcp_probe.csv/.json      tcp_probe events of the flows (probe_record.py)
+  iperf-<flow>.json        iperf3 client report (sender side), .err its messages
+  iperf-<flow>-server.json iperf3 server report (receiver side), .err likewise
+  tc-stats.txt/.json       `tc -s` of the bottleneck and delay routers at the end
+  progress.jsonl           the live samples shown while it ran
+  .stop                    made by the host to end a run in the VM early
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from tcpvar.errors import InputError
+
+MANIFEST = "manifest.json"
+CAPTURES = ("sender", "bottleneck")       # the pcaps, by name
+TC_STATS_TEXT = "tc-stats.txt"
+TC_STATS_JSON = "tc-stats.json"
+PROGRESS = "progress.jsonl"
+STOP_FILE = ".stop"
+
+# what each flow of a manifest needs to be loaded
+FLOW_KEYS = ("flow", "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",
+             "duration_s")
+
+
+def pcap(name: str) -> str:
+    return f"{name}.pcap"
+
+
+def tcpdump_log(name: str) -> str:
+    return f"{name}.tcpdump.log"
+
+
+def iperf_report(flow: int, server: bool = False) -> str:
+    return f"iperf-{flow}{'-server' if server else ''}.json"
+
+
+def iperf_log(flow: int, server: bool = False) -> str:
+    return f"iperf-{flow}{'-server' if server else ''}.err"
+
+
+def folder_name(mode: str, ccs: list[str], tag: str, repetition: int) -> str:
+    """<time>-<mode>-<variants>-<tag>-r<repetition>, unique to the run."""
+    ccs = list(dict.fromkeys(ccs))
+    variants = "-".join(ccs) if len(ccs) <= 3 else f"{len(ccs)}variants"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{mode}-{variants}-{tag}-r{repetition}"
+
+
+def write_manifest(run_dir: Path, manifest: dict) -> None:
+    """Atomically: a reader never sees half a manifest."""
+    tmp = Path(run_dir) / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=1))
+    os.replace(tmp, Path(run_dir) / MANIFEST)
+
+
+def read_manifest(run_dir: Path) -> dict:
+    """The run folder's manifest; InputError (one line) when there is none or
+    it is not one tcpvar wrote."""
+    run_dir = Path(run_dir)
+    path = run_dir / MANIFEST
+    if not run_dir.is_dir():
+        raise InputError(f"{run_dir}: " + ("not a folder" if run_dir.exists()
+                                            else "no such folder"))
+    if not path.exists():
+        raise InputError(f"{run_dir}: not a tcpvar run folder (no {MANIFEST})")
+    try:
+        m = json.loads(path.read_text())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    except ValueError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    if not _is_run_manifest(m):
+        raise InputError(f"{path}: not the manifest of a tcpvar run (no params or flows)")
+    return m
+
+
+def _is_run_manifest(m) -> bool:
+    if not isinstance(m, dict) or not isinstance(m.get("params"), dict):
+        return False
+    flows = m.get("flows")
+    return isinstance(flows, list) and all(
+        isinstance(f, dict) and all(k in f for k in FLOW_KEYS) for f in flows)

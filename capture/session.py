@@ -1,0 +1,111 @@
+"""capture's one entry: a session of runs. Parameters, backend, kernel, out
+dir and progress in; run folders out. It chooses the backend, checks once
+that the kernel offers the congestion controls, and runs the repetitions on
+the host or in one micro-VM boot.
+
+    session = capture(SessionRequest(params), progress)
+    session.run_dirs        # the folders the runs wrote (artefacts.run_folder)
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tcpvar.artefacts import run_folder as layout
+from tcpvar.errors import UsageError
+
+from . import backend as backends
+from .params import RunParams
+from .runner import Experiment
+from .testbed import new_tag
+
+
+@dataclass
+class SessionRequest:
+    params: RunParams
+    backend: str = "auto"
+    kernel: str | None = None        # None: the host's (netns) or Debian's stock (vm)
+    out_dir: Path = Path("runs")
+    boot_timeout_s: float = 180.0
+
+
+@dataclass
+class Session:
+    backend: str
+    reason: str                       # why this backend, in one line
+    run_dirs: list[Path] = field(default_factory=list)   # written (with a manifest)
+    interrupted: bool = False         # Ctrl-C
+    failure: Exception | None = None  # what ended the session early
+
+
+def capture(req: SessionRequest, progress) -> Session:
+    """Run the session. A request that cannot be served raises before
+    anything starts; a failure once runs have started is kept in
+    Session.failure, so the caller can still store what they wrote."""
+    params = req.params
+    chosen, reason = backends.choose(req.backend, params, req.kernel)
+    progress({"phase": f"backend {chosen}: {reason}"})
+    session = Session(chosen, reason)
+    out_dir = Path(req.out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tag = new_tag()
+    ccs = [f.cc for f in params.flow_plan()]
+    runs = [{"dir": str(out_dir / layout.folder_name(params.mode, ccs, tag, r)),
+             "tag": f"{tag}{r}", "repetition": r} for r in range(1, params.repeat + 1)]
+    try:
+        if chosen == "netns":
+            _on_host(params, runs, progress)
+        else:
+            _in_vm(req, runs, out_dir, tag, progress)
+    except KeyboardInterrupt:
+        session.interrupted = True
+    except Exception as exc:    # kept: what the runs wrote is still worth storing
+        session.failure = exc
+    session.run_dirs = [Path(r["dir"]) for r in runs
+                        if Path(r["dir"], layout.MANIFEST).exists()]
+    return session
+
+
+def check_variants(needed: list[str], offered: set[str] | None, kernel: str) -> None:
+    """The one check that the kernel offers the congestion controls (None:
+    unknown until it boots, as for a kernel given by path)."""
+    missing = [c for c in needed if offered is not None and c not in offered]
+    if missing:
+        raise UsageError(f"unknown congestion control {missing[0]!r}: the {kernel} "
+                         f"kernel offers {', '.join(sorted(offered))} (for another, boot a "
+                         f"kernel that has it with --kernel PATH)")
+
+
+def _on_host(params: RunParams, runs: list[dict], progress) -> None:
+    for run in runs:
+        manifest = Experiment(params, Path(run["dir"]), run["tag"], run["repetition"],
+                              backend="netns", progress=progress).execute()
+        if manifest["status"] == "interrupted":
+            raise KeyboardInterrupt
+        if manifest["status"] != "complete":
+            break
+
+
+def _in_vm(req: SessionRequest, runs: list[dict], out_dir: Path, tag: str, progress) -> None:
+    from . import kernels, probe, vm
+
+    params = req.params
+    kernel = kernels.resolve(req.kernel or ("patched" if params.needs_patched_kernel
+                                            else "stock"), progress)
+    check_variants(params.needed_ccs(), kernel.variants(), kernel.kind)
+    probe.prepare()     # the guest sees the host's files read-only: build before boot
+    for run in runs:
+        Path(run["dir"]).mkdir(parents=True, exist_ok=True)
+    spec = {"params": params.to_json(), "runs": runs, "path": []}
+    if params.ngwa_mode is not None:
+        from .kernel_build import patched_tc
+
+        # Debian's tc with the ngwa qdisc, first on the guest's PATH
+        spec["path"].append(str(patched_tc(build=True, progress=progress).parent))
+    try:
+        vm.run_session(kernel, spec, out_dir, tag, progress, req.boot_timeout_s)
+    finally:
+        for run in runs:        # the folders of runs the guest never started
+            with contextlib.suppress(OSError):
+                Path(run["dir"]).rmdir()
