@@ -53,3 +53,12 @@ def rto_timeline(con, capture_id: int, conn: int, direction: int, kind: str):
         "SELECT t_s, silence_ms FROM rto_timeline WHERE capture_id = $1 AND conn = $2 "
         "AND dir = $3 AND kind = $4 ORDER BY ts_ns", [capture_id, conn, direction, kind]
     ).fetchall()
+
+
+def build_run_series(con, run_id: int, interval_ms: float) -> None:
+    """The throughput series of both captures of a run, at @interval_ms."""
+    row = one(con, "SELECT sender_capture, bottleneck_capture FROM runs WHERE run_id = $1",
+              [run_id])
+    for capture_id in row or ():
+        if capture_id is not None:
+            build_throughput(con, capture_id, interval_ms)

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 from tcpvar import __version__
-from tcpvar.analyzers.series import build_throughput
 from tcpvar.artefacts import run_folder as layout
 from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.errors import InputError, NoTcpError
@@ -17,7 +16,13 @@ from tcpvar.store.db import one
 from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
 
-SERIES_INTERVAL_MS = 1000.0   # iperf3 reports every second: the pcap series matches
+
+def insert_run(con, **columns) -> None:
+    """One row of `runs` (a run folder's, or a probe session's), by column
+    name; the columns not given stay NULL."""
+    names = ", ".join(columns)
+    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    con.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", list(columns.values()))
 
 
 def stored_run(con, run_dir: Path) -> int | None:
@@ -46,20 +51,20 @@ def load_run(store, run_dir: Path, progress=None) -> int:
         except (InputError, NoTcpError) as exc:
             notes.append(f"{name}.pcap: {exc}")
             continue
-        with store.transaction() as c:
-            build_throughput(c, res.capture_id, SERIES_INTERVAL_MS)
         captures[name] = res.capture_id
     probe = m.get("probe") or {}
     with store.transaction() as c:
-        c.execute(
-            "INSERT INTO runs VALUES ($1, 'run', $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-            "$12, $13, $14, $15, $16, $17, $18)",
-            [run_id, run_dir.name, str(run_dir), m.get("backend"), m.get("kernel"),
-             json.dumps(m.get("params")), m.get("seed"), m.get("repetition"),
-             m.get("started_ns") or m.get("created_ns"), m.get("ended_ns"),
-             m.get("status"), "; ".join(notes) or None, probe.get("source"),
-             probe.get("events"), probe.get("lost"), captures.get("sender"),
-             captures.get("bottleneck"), m.get("tcpvar_version") or __version__])
+        insert_run(c, run_id=run_id, kind="run", name=run_dir.name, dir=str(run_dir),
+                   backend=m.get("backend"), kernel=m.get("kernel"),
+                   params=json.dumps(m.get("params")), seed=m.get("seed"),
+                   repetition=m.get("repetition"),
+                   started_ns=m.get("started_ns") or m.get("created_ns"),
+                   ended_ns=m.get("ended_ns"), status=m.get("status"),
+                   error="; ".join(notes) or None, probe_source=probe.get("source"),
+                   probe_events=probe.get("events"), probe_lost=probe.get("lost"),
+                   sender_capture=captures.get("sender"),
+                   bottleneck_capture=captures.get("bottleneck"),
+                   tcpvar_version=m.get("tcpvar_version") or __version__)
         for f in m.get("flows", []):
             _load_flow(c, run_id, run_dir, f, captures.get("sender"))
         qdiscs = qdisc_rows(run_id, run_dir)

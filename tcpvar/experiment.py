@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 from tcpvar.analyzers.runs import run_summary
+from tcpvar.analyzers.series import build_run_series
 from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.capture.session import SessionRequest, capture
 from tcpvar.errors import InputError, StoreError, TcpvarError
@@ -18,6 +19,7 @@ from tcpvar.ingest.run import load_run, stored_run
 from tcpvar.store import Store
 
 RunRequest = SessionRequest      # what `tcpvar run` asks for is a capture session
+SERIES_INTERVAL_MS = 1000.0      # iperf3 reports every second: the pcap series matches
 
 
 @dataclass
@@ -76,6 +78,8 @@ def _store_one(store, r: StoredRun, progress) -> None:
         if run_id is None:
             progress({"phase": f"loading {r.dir.name} into the store"})
             run_id = load_run(store, r.dir)
+            with store.transaction() as con:
+                build_run_series(con, run_id, SERIES_INTERVAL_MS)
         r.summary = run_summary(store.con, run_id)
     except TcpvarError as exc:
         r.error = exc
