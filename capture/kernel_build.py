@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tcpvar.errors import KernelBuildError
-from tcpvar.resources import source_dir
+from tcpvar.resources import cache_dir, source_dir
 
 CACHED_MISSING = 2          # build.sh --cached: not built yet
 
@@ -35,11 +35,17 @@ def _script() -> list[str]:
     return ["sh", str(patches_dir() / "build.sh")]
 
 
+def _env() -> dict[str, str]:
+    """build.sh caches where the rest of tcpvar does (resources.cache_dir);
+    its own default is for running it by hand."""
+    return {**os.environ, "TCPVAR_CACHE": str(cache_dir())}
+
+
 def cached(target: str = "kernel") -> Path | None:
     """The built bzImage (target 'kernel') or tc ('tc') if it is in the cache."""
     try:
         done = subprocess.run([*_script(), target, "--cached"], capture_output=True,
-                              text=True, check=False, timeout=60)
+                              text=True, check=False, timeout=60, env=_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise KernelBuildError(f"cannot run kernel-patches/build.sh: {exc}") from None
     if done.returncode == CACHED_MISSING:
@@ -58,7 +64,7 @@ def run_build(target: str = "kernel", on_stage: Callable[[str], None] | None = N
     """
     if target not in ("kernel", "tc"):
         raise KernelBuildError(f"unknown build target {target!r} (kernel or tc)")
-    env = dict(os.environ)
+    env = _env()
     if jobs is not None:
         if jobs < 1:
             raise KernelBuildError(f"--jobs {jobs}: must be at least 1")
