@@ -14,7 +14,7 @@ from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TcpvarError
 
 from .params import RunParams
-from .runner import Experiment
+from .runner import Run
 
 TRACEFS = "/sys/kernel/tracing"
 
@@ -42,7 +42,7 @@ def main(spec_path: str) -> int:
         run_dir = Path(run["dir"])
         if (run_dir / layout.STOP_FILE).exists():
             break
-        exp = Experiment(params, run_dir, run["tag"], run["repetition"], backend="vm",
+        exp = Run(params, run_dir, run["tag"], run["repetition"], backend="vm",
                          progress=lambda sample: say("progress", **sample))
         try:
             manifest = exp.execute()

@@ -1,4 +1,4 @@
-"""One experiment on the kernel this process runs on: build the dumbbell,
+"""One run on the kernel this process runs on: build the dumbbell,
 start the iperf3 flows on schedule, capture, and write every artefact into
 the run folder (tcpvar.artefacts.run_folder). The same code runs on the
 host (netns backend) and inside the micro-VM (vm backend).
@@ -71,7 +71,7 @@ def host_sysctls(params: RunParams) -> dict[str, str]:
             **params.mechanism_sysctls()}
 
 
-class Experiment:
+class Run:
     """One run: `execute()` returns the manifest it wrote."""
 
     def __init__(self, params: RunParams, out_dir: Path, tag: str, repetition: int = 1,

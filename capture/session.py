@@ -17,7 +17,7 @@ from tcpvar.errors import UsageError
 
 from . import backend as backends
 from .params import RunParams
-from .runner import Experiment
+from .runner import Run
 from .testbed import new_tag
 
 
@@ -79,7 +79,7 @@ def check_variants(needed: list[str], offered: set[str] | None, kernel: str) -> 
 
 def _on_host(params: RunParams, runs: list[dict], progress) -> None:
     for run in runs:
-        manifest = Experiment(params, Path(run["dir"]), run["tag"], run["repetition"],
+        manifest = Run(params, Path(run["dir"]), run["tag"], run["repetition"],
                               backend="netns", progress=progress).execute()
         if manifest["status"] == "interrupted":
             raise KeyboardInterrupt

@@ -31,8 +31,8 @@ def load(run_dirs, db_path, as_json, quiet):
       tcpvar load --db study.duckdb runs/*
       tcpvar load --json runs/20261121-130245-single-cubic-eeae5b-r1
     """
-    from tcpvar.experiment import store_runs
     from tcpvar.report import runs, terminal
+    from tcpvar.run import store_runs
 
     with runs.LiveProgress(quiet=quiet) as progress:
         stored = store_runs(db_path, run_dirs, progress)

@@ -91,8 +91,8 @@ def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, 
       tcpvar run --cc reno --flows 12 --bw 1mbit --wbrto medium
     """
     from tcpvar.capture.params import make_params
-    from tcpvar.experiment import RunRequest, execute
     from tcpvar.report import runs, terminal
+    from tcpvar.run import RunRequest, execute
 
     params = make_params(cc=cc, rtt_ms=rtt_ms, loss_pct=loss_pct, bw=bw, buffer=buffer,
                          duration_s=duration_s, flows=flows, mode=mode,

@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 from tcpvar.errors import ExitStatus, VmError
-from tcpvar.experiment import _store_written
+from tcpvar.run import _store_written
 
 from run_helpers import tcpvar_run
 
