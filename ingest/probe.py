@@ -8,22 +8,8 @@ from pathlib import Path
 
 import duckdb
 
+from tcpvar.artefacts import probe_record as record
 from tcpvar.errors import InputError
-
-# the artefact's columns and their types in probe_events
-CSV_TYPES = {
-    "ts_ns": "BIGINT", "cookie": "UBIGINT", "saddr": "VARCHAR", "sport": "USMALLINT",
-    "daddr": "VARCHAR", "dport": "USMALLINT", "data_len": "UINTEGER", "snd_nxt": "UINTEGER",
-    "snd_una": "UINTEGER", "snd_cwnd": "UINTEGER", "ssthresh": "UINTEGER",
-    "snd_wnd": "UINTEGER", "rcv_wnd": "UINTEGER", "srtt_us": "UINTEGER",
-    "rttvar_us": "UINTEGER", "rto_us": "UINTEGER", "packets_out": "UINTEGER",
-    "retrans_out": "UINTEGER", "lost_out": "UINTEGER", "sacked_out": "UINTEGER",
-    "ca_state": "UTINYINT", "retransmits": "UTINYINT", "backoff": "UTINYINT",
-    "delivered": "UINTEGER", "total_retrans": "UINTEGER", "pacing_rate": "UBIGINT",
-    "wbrto_max_cwnd": "UINTEGER", "wbrto_awnd": "UINTEGER", "wbrto_c10": "UINTEGER",
-    "wbrto_a10": "UINTEGER", "ngwa_window": "UINTEGER",
-}
-
 
 def _addr(text: str) -> str:
     """As the artefact writes addresses: IPv4 (also IPv4-mapped IPv6) dotted."""
@@ -53,7 +39,7 @@ def load_probe(target, run_id: int, csv_path: str | Path, flows=()) -> int:
     con = getattr(target, "con", target)
     path = Path(csv_path)
     header = _header(path)
-    if header != list(CSV_TYPES):
+    if header != list(record.NAMES):
         raise InputError(f"{path}: not a tcp_probe record (its header is not the one of "
                          f"docs/probe.md)")
     pairs = {}
@@ -66,8 +52,8 @@ def load_probe(target, run_id: int, csv_path: str | Path, flows=()) -> int:
     if pairs:
         con.executemany("INSERT INTO probe_flow_keys VALUES (?, ?, ?, ?, ?)",
                         [(f, a[0], a[1], b[0], b[1]) for (a, b), f in pairs.items()])
-    columns = "{" + ", ".join(f"'{c}': '{t}'" for c, t in CSV_TYPES.items()) + "}"
-    cols = ", ".join(f"p.{c}" for c in CSV_TYPES)
+    columns = "{" + ", ".join(f"'{c}': '{t}'" for c, t in record.TYPES.items()) + "}"
+    cols = ", ".join(f"p.{c}" for c in record.NAMES)
     try:
         row = con.execute(
             f"INSERT INTO probe_events "

@@ -3,7 +3,6 @@ its folder (tcp_probe.csv/.json) and loaded into the store as a run of kind
 'probe'."""
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import signal
@@ -38,15 +37,9 @@ def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | No
                              "choose another folder")
     except OSError as exc:
         raise UsageError(f"--dir {out}: {exc.strerror}") from None
-    if len(ports) > 16:
-        raise UsageError("at most 16 --port")
-    if len(addrs) > 8:
-        raise UsageError("at most 8 --addr")
-    for a in addrs:
-        try:
-            ipaddress.ip_address(a)
-        except ValueError:
-            raise UsageError(f"--addr {a}: not an IPv4 or IPv6 address") from None
+    problem = probe.filter_problem(ports, addrs)
+    if problem:
+        raise UsageError(problem)
     probe.need_root()                   # before the store is opened or created
     with Store(db_path) as store:      # a bad store fails before anything is recorded
         rec = probe.open_probe(out, ports, prefer=source, addrs=addrs, cookie=cookie)

@@ -215,14 +215,15 @@ def test_tc_configures_the_ngwa_qdisc(guest_basic):
 def test_extended_probe_ingested(guest_ngwa, kstore, tmp_path):
     """The recorder's conversion and the probe_events loader take every field
     of the extended tracepoint (source tracefs-ext, docs/probe.md)."""
-    from tcpvar.capture.probe import COLUMNS, convert_trace
+    from tcpvar.artefacts.probe_record import NAMES
+    from tcpvar.capture.probe import convert_trace
     from tcpvar.ingest.probe import load_probe
 
     csv_path = tmp_path / "tcp_probe.csv"
     events = convert_trace(guest_ngwa["out"] / "ngwa_probe.trace", csv_path, 0, [])
     assert events > 200
     rows = [line.split(",") for line in csv_path.read_text().splitlines()[1:]]
-    assert all(len(r) == len(COLUMNS) and all(v != "" for v in r) for r in rows)
+    assert all(len(r) == len(NAMES) and all(v != "" for v in r) for r in rows)
     assert load_probe(kstore, 4242, csv_path) == events
     got = kstore.con.execute(
         "SELECT count(*), max(rto_us), max(rttvar_us), max(ngwa_window), "

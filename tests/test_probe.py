@@ -15,6 +15,7 @@ import pytest
 
 import probe_scenario as ps
 from tcpvar.analyzers.probe import rto_stats, timeouts
+from tcpvar.artefacts import probe_record
 from tcpvar.capture import probe
 from tcpvar.errors import InputError, ProbeError
 from tcpvar.ingest.probe import load_probe
@@ -148,7 +149,7 @@ def test_load_probe_bad_input(tmp_path):
         with pytest.raises(InputError, match="not a tcp_probe record"):
             load_probe(store, 1, bad, [])
         broken = tmp_path / "broken.csv"
-        broken.write_text(",".join(probe.COLUMNS) + "\n" + "x," * 30 + "y\n")
+        broken.write_text(probe_record.header() + "x," * 30 + "y\n")
         with pytest.raises(InputError, match="cannot load"):
             load_probe(store, 1, broken, [])
 
