@@ -15,14 +15,7 @@ from tcpvar.store.db import one
 
 from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
-
-
-def insert_run(con, **columns) -> None:
-    """One row of `runs` (a run folder's, or a probe session's), by column
-    name; the columns not given stay NULL."""
-    names = ", ".join(columns)
-    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
-    con.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", list(columns.values()))
+from .run_row import insert_run
 
 
 def stored_run(con, run_dir: Path) -> int | None:

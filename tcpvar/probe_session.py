@@ -25,6 +25,7 @@ def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | No
     from tcpvar.analyzers.probe import rto_stats, timeouts
     from tcpvar.capture import probe
     from tcpvar.ingest.probe import load_probe
+    from tcpvar.ingest.run_row import insert_run
     from tcpvar.store import Store
     from tcpvar.store.db import one
 
@@ -67,15 +68,13 @@ def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | No
             stats = rec.stop()
         ended_ns = time.time_ns()
         with store.transaction() as con:
-            con.execute(
-                "INSERT INTO runs (run_id, kind, name, dir, backend, kernel, params, started_ns, "
-                "ended_ns, status, error, probe_source, probe_events, probe_lost, "
-                "tcpvar_version) VALUES ($1, 'probe', $2, $3, NULL, $4, $5, $6, $7, $8, $9, "
-                "$10, $11, $12, $13)",
-                [run_id, out.resolve().name, str(out.resolve()), os.uname().release,
-                 json.dumps(params), started_ns, ended_ns, status,
-                 f"{stats.lost} events lost" if stats.lost else None, stats.source,
-                 stats.events, stats.lost, __version__])
+            insert_run(con, run_id=run_id, kind="probe", name=out.resolve().name,
+                       dir=str(out.resolve()), kernel=os.uname().release,
+                       params=json.dumps(params), started_ns=started_ns, ended_ns=ended_ns,
+                       status=status,
+                       error=f"{stats.lost} events lost" if stats.lost else None,
+                       probe_source=stats.source, probe_events=stats.events,
+                       probe_lost=stats.lost, tcpvar_version=__version__)
             loaded = load_probe(con, run_id, out / probe.CSV_NAME, [])
         session = {"run_id": run_id, "dir": str(out.resolve()), "source": stats.source,
                    "reason": rec.reason, "events": stats.events, "lost": stats.lost,
