@@ -67,7 +67,7 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
       tcpvar analyze --pair 2:1 --json vegas_vs_reno.pcap
       tcpvar analyze --plot plots/ bulk.pcap
     """
-    from tcpvar.analysis import AnalyzeOptions, analyze_capture
+    from tcpvar.analysis import AnalyzeOptions, analyze_capture, figure_data
     from tcpvar.ingest.capture import ScanOptions
     from tcpvar.report import export, terminal
     from tcpvar.store import Store
@@ -98,7 +98,7 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
             if plot_dir:
                 from tcpvar.report.plots import plot_capture
 
-                for png in plot_capture(store.con, doc, plot_dir):
+                for png in plot_capture(figure_data(store, doc), plot_dir):
                     terminal.note(f"wrote {png}")
             captures.append(doc)
 
