@@ -181,6 +181,13 @@ def parse_probe(text: str) -> list[dict]:
     return events
 
 
+def in_flight(ev: dict) -> int:
+    """Segments in the network, as tcp_packets_in_flight() counts them: the
+    ones cwnd bounds. packets_out alone also counts segments SACKed or marked
+    lost, so it exceeds cwnd throughout a recovery."""
+    return ev["packets_out"] - ev["sacked_out"] - ev["lost_out"] + ev["retrans_out"]
+
+
 def iperf(seconds=4, parallel=1, extra=()):
     """An iperf3 run snd -> rcv; its JSON document."""
     server = subprocess.Popen(["ip", "netns", "exec", "rcv", "iperf3", "-s", "-1",
@@ -460,7 +467,7 @@ def case_modes():
                         for k in ("tcp_ngwa", "tcp_ngwa_cwnd", "tcp_ngwa_smooth")},
             "rcv_smooth": read_sysctl("rcv", "net.ipv4.tcp_ngwa_smooth"),
             "r1_stats": qdisc_stats("r1", "eth1"),
-            "snd_over_cwnd": sum(1 for e in snd if e["packets_out"] > e["snd_cwnd"]),
+            "snd_over_cwnd": sum(1 for e in snd if in_flight(e) > e["snd_cwnd"]),
             "snd_events": len(snd),
             "rcv_ngwa": _ngwa_values(rcv)[:400],
         }
