@@ -43,7 +43,7 @@ def main(spec_path: str) -> int:
         if (run_dir / layout.STOP_FILE).exists():
             break
         exp = Run(params, run_dir, run["tag"], run["repetition"], backend="vm",
-                         progress=lambda sample: say("progress", **sample))
+                  progress=lambda event: say("progress", **event.to_json()))
         try:
             manifest = exp.execute()
         except TcpvarError as exc:      # refused before anything was set up

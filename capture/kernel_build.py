@@ -13,10 +13,10 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from tcpvar.errors import KernelBuildError
+from tcpvar.progress import Progress, Reporter, ignore
 from tcpvar.resources import cache_dir, source_dir
 
 CACHED_MISSING = 2          # build.sh --cached: not built yet
@@ -55,13 +55,15 @@ def cached(target: str = "kernel") -> Path | None:
     return _result_path(done.stdout, target)
 
 
-def run_build(target: str = "kernel", on_stage: Callable[[str], None] | None = None,
-          on_log: Callable[[str], None] | None = None, jobs: int | None = None) -> Path:
+def run_build(target: str = "kernel", progress: Reporter | None = None,
+              jobs: int | None = None) -> Path:
     """Build @target ('kernel' or 'tc') unless cached; return the result's path.
 
-    on_stage gets each stage line of build.sh ("unpacking ...", "building ...");
-    on_log, about once a second while make runs, the last line of its log.
+    @progress gets each stage of build.sh ("unpacking ...", "building ...")
+    as a phase and, about once a second while make runs, the last line of
+    its log as the event's `line`.
     """
+    report = progress or ignore
     if target not in ("kernel", "tc"):
         raise KernelBuildError(f"unknown build target {target!r} (kernel or tc)")
     env = _env()
@@ -79,20 +81,21 @@ def run_build(target: str = "kernel", on_stage: Callable[[str], None] | None = N
     reader = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)
     reader.start()
     log: list[Path] = []
+    stage = ["starting"]
     stop = threading.Event()
-    tailer = threading.Thread(target=_tail, args=(log, on_log, stop), daemon=True)
+    tailer = threading.Thread(target=_tail, args=(log, stage, report, stop), daemon=True)
     tailer.start()
     out: list[str] = []
     try:
         for line in proc.stdout:
             out.append(line)
             if line.startswith("== "):
-                stage = line[3:].strip()
-                if ", log: " in stage:
-                    stage, _, path = stage.partition(", log: ")
+                text = line[3:].strip()
+                if ", log: " in text:
+                    text, _, path = text.partition(", log: ")
                     log.append(Path(path))
-                if on_stage:
-                    on_stage(stage)
+                stage[0] = text
+                report(Progress(text))
         status = proc.wait()
     except BaseException:
         proc.terminate()
@@ -107,11 +110,9 @@ def run_build(target: str = "kernel", on_stage: Callable[[str], None] | None = N
     return _result_path("".join(out), target)
 
 
-def _tail(log: list[Path], on_log: Callable[[str], None] | None,
+def _tail(log: list[Path], stage: list[str], report: Reporter,
           stop: threading.Event) -> None:
-    """Hand on_log the last line of make's log until stop is set."""
-    if on_log is None:
-        return
+    """Report the last line of make's log until stop is set."""
     last = ""
     while not stop.wait(1.0):
         if not log:
@@ -127,7 +128,7 @@ def _tail(log: list[Path], on_log: Callable[[str], None] | None,
         line = lines[-1].strip() if lines else ""
         if line and line != last:
             last = line
-            on_log(line)
+            report(Progress(stage[0], line=line))
 
 
 def _last_error(stderr: str, fallback: str) -> str:
@@ -169,10 +170,11 @@ def _built(target: str, build: bool, progress) -> Path:
         raise KernelBuildError(f"the patched {target} is not built yet: "
                                f"run `tcpvar kernel build`")
 
-    def on_stage(text: str) -> None:
-        progress({"phase": f"building the patched {target} (once; minutes): {text}"})
+    def relabel(event: Progress) -> None:
+        if not event.line:
+            progress(Progress(f"building the patched {target} (once; minutes): {event.phase}"))
 
-    return run_build(target, on_stage=on_stage if progress else None)
+    return run_build(target, relabel if progress else None)
 
 
 def elapsed(start: float) -> str:

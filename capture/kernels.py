@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tcpvar.errors import VmError
+from tcpvar.progress import Progress
 from tcpvar.resources import cache_dir
 
 STOCK_META = "linux-image-amd64"      # Debian's package that points at the current kernel
@@ -103,7 +104,7 @@ def stock_package() -> str:
 def _fetch_stock(progress=None) -> None:
     package = stock_package()
     if progress:
-        progress({"phase": f"fetching Debian's kernel ({package}), once"})
+        progress(Progress(f"fetching Debian's kernel ({package}), once"))
     root = cache_dir() / "kernels"
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root) as tmp:

@@ -18,6 +18,7 @@ from pathlib import Path
 from tcpvar import __version__
 from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TcpvarError, TestbedError
+from tcpvar.progress import Progress, Reporter, ignore
 
 from . import traffic
 from .netns import TESTBED_TOOLS, need_root, need_tools, run
@@ -81,7 +82,7 @@ class Run:
         self.tag = tag
         self.repetition = repetition
         self.backend = backend
-        self.progress = progress or (lambda sample: None)
+        self.progress: Reporter = progress or ignore
         self.net = Dumbbell(tag, params.flows)
         self.procs = self.net.procs
         base = port_base(params.seed + repetition, tag)
@@ -211,7 +212,8 @@ class Run:
                 sample = self._sample(time.monotonic() - t0, dict(clients), last)
                 samples.write(json.dumps(sample) + "\n")
                 samples.flush()
-                self.progress(sample)
+                self.progress(Progress("running", sample["elapsed_s"], sample["total_s"],
+                                       "s", data=sample))
 
     def _sample(self, now: float, clients: dict, last: dict) -> dict:
         """Per-flow throughput, cwnd and RTT from `ss -ti` in each sender."""
@@ -266,7 +268,7 @@ class Run:
 
     # -- bookkeeping -----------------------------------------------------------
     def _phase(self, phase: str) -> None:
-        self.progress({"phase": phase, "repetition": self.repetition})
+        self.progress(Progress(phase, data={"repetition": self.repetition}))
 
     def _manifest_head(self) -> dict:
         return {

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import UsageError
+from tcpvar.progress import Progress
 
 from . import backend as backends
 from .params import RunParams
@@ -45,7 +46,7 @@ def capture(req: SessionRequest, progress) -> Session:
     Session.failure, so the caller can still store what they wrote."""
     params = req.params
     chosen, reason = backends.choose(req.backend, params, req.kernel)
-    progress({"phase": f"backend {chosen}: {reason}"})
+    progress(Progress(f"backend {chosen}: {reason}"))
     session = Session(chosen, reason)
     out_dir = Path(req.out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)

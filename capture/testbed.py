@@ -21,6 +21,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tcpvar.progress import Progress, Reporter
+
 from .netns import Processes, run, run_batch
 
 # offloads that merge or split segments: off, the captures show the packets of
@@ -116,19 +118,21 @@ class Testbed:
         self._nodes[role].commands.append(f"route add {dest} via {via}")
 
     # -- building -----------------------------------------------------------
-    def up(self, offloads: bool | None = False, progress=None) -> None:
-        """Create what the plan holds. @offloads False turns TSO, GSO, GRO
-        and LRO off on every link, True turns them on, None leaves the
-        kernel's defaults. Commands go in batches, one process per namespace
-        and step: in an emulated VM every process start costs a noticeable
-        fraction of a second."""
+    def up(self, offloads: bool | None = False, progress: Reporter | None = None,
+           phase: str = "building the testbed") -> None:
+        """Create what the plan holds, telling @progress the nodes done under
+        @phase. @offloads False turns TSO, GSO, GRO and LRO off on every
+        link, True turns them on, None leaves the kernel's defaults.
+        Commands go in batches, one process per namespace and step: in an
+        emulated VM every process start costs a noticeable fraction of a
+        second."""
         for node in self._nodes.values():
             run(["ip", "netns", "add", node.ns])
             self.namespaces.append(node.ns)
         run_batch(["ip"], self._links)
         for k, node in enumerate(self._nodes.values()):
             if progress:
-                progress(k + 1, len(self._nodes))
+                progress(Progress(phase, k + 1, len(self._nodes), "nodes"))
             # before the links come up, so e.g. no IPv6 chatter ever enters a queue
             if node.sysctls:
                 run(["sysctl", "-qw", *(f"{key}={v}" for key, v in node.sysctls.items())],

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tcpvar.progress import Reporter
+
 from .netns import run
 from .params import MTU, Buffer
 from .testbed import Testbed
@@ -48,7 +50,7 @@ class Dumbbell(Testbed):
         return f"198.19.{i}.2"
 
     # -- building --------------------------------------------------------
-    def create(self, sysctls: dict[str, str], progress=None) -> None:
+    def create(self, sysctls: dict[str, str], progress: Reporter | None = None) -> None:
         """Namespaces, links, addresses, routes, host sysctls, offloads off;
         no qdiscs yet."""
         quiet = NO_IPV6 if Path("/proc/sys/net/ipv6").exists() else {}
@@ -72,12 +74,7 @@ class Dumbbell(Testbed):
         self.route("rd", "198.19.0.0/16", "198.18.0.6")
         self.route("rd", "198.18.0.0/16", "198.18.0.1")
         self.route("rr", "198.18.0.0/16", "198.18.0.5")
-
-        def hosts_done(k, total):
-            if progress:
-                progress({"phase": f"building the dumbbell ({k}/{total} hosts)"})
-
-        self.up(offloads=False, progress=hosts_done)
+        self.up(offloads=False, progress=progress, phase="building the dumbbell")
 
     # -- path emulation --------------------------------------------------
     def shape(self, shaper: str, rate_bps: float, buffer: Buffer, rtt_ms: float,

@@ -19,6 +19,7 @@ from pathlib import Path
 from tcpvar import tools
 from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TestbedError, VmError
+from tcpvar.progress import Progress
 from tcpvar.resources import cache_dir
 
 from .kernels import Kernel
@@ -147,7 +148,7 @@ def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
         kvm = kvm_state()
         guest, ready = None, None
         if kvm is not False:
-            progress({"phase": "booting the micro-VM (trying KVM)"})
+            progress(Progress("booting the micro-VM (trying KVM)"))
             trial = min(boot_timeout, KVM_TRIAL_S)
             guest, ready, _ = boot(_session_args(kernel, out_dir, spec_path, name, True),
                                    log.with_suffix(".kvm.log"), trial)
@@ -155,7 +156,7 @@ def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
                 kvm = True
                 _remember_kvm(True)
         if ready is None:
-            progress({"phase": "booting the micro-VM (TCG)"})
+            progress(Progress("booting the micro-VM (TCG)"))
             guest, ready, why = boot(_session_args(kernel, out_dir, spec_path, name, False),
                                      log, boot_timeout)
             if ready is None:
@@ -171,6 +172,16 @@ def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
         return ready
     finally:
         spec_path.unlink(missing_ok=True)
+
+
+def _event(msg: dict) -> Progress:
+    """A guest's message as the progress event it stands for."""
+    if msg["kind"] == "progress":
+        return Progress.from_json({k: v for k, v in msg.items() if k != "kind"})
+    if msg["kind"] == "done":
+        return Progress(f"run finished: {msg['status']}"
+                        + (f" ({msg['error']})" if msg.get("error") else ""))
+    return Progress(f"the micro-VM says: {msg}")
 
 
 def boot(args: list[str], log: Path, timeout: float):
@@ -233,8 +244,7 @@ def _follow(guest: Guest, progress, spec: dict) -> None:
                 return
             if msg["kind"] == "error":
                 raise TestbedError(f"in the micro-VM: {msg['message']}")
-            progress(msg if msg["kind"] != "progress" else
-                     {k: v for k, v in msg.items() if k != "kind"})
+            progress(_event(msg))
     except KeyboardInterrupt:
         for run in spec["runs"]:
             Path(run["dir"], layout.STOP_FILE).touch()

@@ -41,17 +41,13 @@ def build(jobs, no_tc):
     for target in ("kernel",) if no_tc else ("kernel", "tc"):
         start = time.monotonic()
         with _status(f"{target}: starting") as update:
-            stage = [""]
 
-            def on_stage(text, target=target, start=start, stage=stage):
-                stage[0] = text
-                update(f"{target}: {text} [{elapsed(start)}]")
-                terminal.note(f"{target}: {text}")
+            def show(event, target=target, start=start):
+                update(f"{target}: {event.phase} [{elapsed(start)}] {event.line[:60]}")
+                if not event.line:
+                    terminal.note(f"{target}: {event.phase}")
 
-            def on_log(line, target=target, start=start, stage=stage):
-                update(f"{target}: {stage[0]} [{elapsed(start)}] {line[:60]}")
-
-            path = run_build(target, on_stage=on_stage, on_log=on_log, jobs=jobs)
+            path = run_build(target, show, jobs=jobs)
         terminal.data(f"{target}: {path}")
 
 

@@ -49,7 +49,7 @@ def probe(ports, addrs, cookie, duration, source, out_dir, db_path, as_json):
 
     cookie_value = int(cookie) if cookie else None
     result = record_session(db_path, list(ports), list(addrs), cookie_value, duration, source,
-                            out_dir, progress=terminal.note)
+                            out_dir, progress=terminal.note_phase)
     if as_json:
         terminal.data(export.to_json(result))
         return

@@ -24,6 +24,7 @@ from typing import Callable
 
 from tcpvar import __version__
 from tcpvar.errors import InputError, NoTcpError
+from tcpvar.progress import Progress, Reporter, ignore
 from tcpvar.store.db import one
 
 from . import _pcapscan
@@ -34,7 +35,6 @@ QUEUE_DEPTH = 1           # batches parsed ahead of the loader
 HEAD_TAIL = 1 << 16       # bytes hashed at each end for the fingerprint
 LOAD_MEMORY = "512MB"     # DuckDB's cache while loading: bounds the peak
 
-Progress = Callable[[int, int], None]
 
 
 @dataclass
@@ -161,8 +161,7 @@ def _producer(scanner, feed, out: queue.Queue, stop: threading.Event) -> None:
         _hand_over(out, ("crash", exc, None, None), stop)
 
 
-def _load_packets(con, capture_id: int, scanner, feed, size: int,
-                  progress: Progress | None) -> str:
+def _load_packets(con, capture_id: int, scanner, feed, read: Callable[[int], None]) -> str:
     """Drain the scanner into the packets table; return the final status."""
     q: queue.Queue = queue.Queue(maxsize=QUEUE_DEPTH)
     stop = threading.Event()
@@ -172,7 +171,7 @@ def _load_packets(con, capture_id: int, scanner, feed, size: int,
     try:
         with _interrupt_between_batches() as interrupted:
             while True:
-                status = _load_next(con, capture_id, q, size, progress)
+                status = _load_next(con, capture_id, q, read)
                 if status != "more":
                     return status
                 if interrupted():
@@ -182,9 +181,9 @@ def _load_packets(con, capture_id: int, scanner, feed, size: int,
         worker.join()
 
 
-def _load_next(con, capture_id: int, q: queue.Queue, size: int,
-               progress: Progress | None) -> str:
-    """Insert the next batch the scanner handed over; return its status."""
+def _load_next(con, capture_id: int, q: queue.Queue, read: Callable[[int], None]) -> str:
+    """Insert the next batch the scanner handed over, tell @read how many
+    bytes of the file are behind; return its status."""
     kind, status, batch, position = q.get()
     if kind == "error":
         raise _pcapscan.ScanError(status)
@@ -197,8 +196,8 @@ def _load_next(con, capture_id: int, q: queue.Queue, size: int,
         con.register("_tv_batch", table)
         con.execute("INSERT INTO packets SELECT $1, * FROM _tv_batch", [capture_id])
         con.unregister("_tv_batch")
-    if progress and position is not None and position >= 0:
-        progress(position, size)
+    if position is not None and position >= 0:
+        read(position)
     return status
 
 
@@ -286,14 +285,19 @@ def _open_scanner(path: Path, options: ScanOptions):
 
 
 def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOptions,
-          progress: Progress | None) -> CaptureResult:
+          progress: Reporter | None) -> CaptureResult:
     """Packets batch by batch, each committed (memory stays flat), then the
     statistics and the capture's row in one transaction that completes it."""
     con = store.con
+    size = path.stat().st_size
+    report = progress or ignore
+
+    def read(done: int) -> None:
+        report(Progress(f"reading {path}", done, size, "bytes"))
+
     try:
         with store.memory_limit(LOAD_MEMORY):
-            status = _load_packets(con, capture_id, scanner, feed, path.stat().st_size,
-                                   progress)
+            status = _load_packets(con, capture_id, scanner, feed, read)
     except _pcapscan.ScanError as exc:
         raise _scan_error(path, str(exc)) from None
     if feed and feed.error:
@@ -323,7 +327,7 @@ def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOption
 
 
 def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
-           force: bool = False, progress: Progress | None = None) -> CaptureResult:
+           force: bool = False, progress: Reporter | None = None) -> CaptureResult:
     """Read a capture into the store; a file already there, unchanged and read
     with the same options, is reused.
 

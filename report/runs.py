@@ -8,6 +8,8 @@ import time
 from rich import box
 from rich.table import Table
 
+from tcpvar.progress import Progress
+
 from .tables import ms, si
 
 RUN_COLUMNS = ("flow", "cc", "role", "throughput iperf3", "throughput pcap", "rexmit pkts",
@@ -123,6 +125,13 @@ def print_runs(summaries: list[dict], as_json: bool, head: dict | None = None) -
         terminal.data("\n".join(summary_lines(s)) + "\n")
 
 
+def _count(event: Progress) -> str:
+    """How far a step is, where it is counted: " (3/8 nodes)"."""
+    if event.done is None or event.total is None:
+        return ""
+    return f" ({event.done:g}/{event.total:g} {event.unit})"
+
+
 class LiveProgress:
     """The display while a run goes on: phase, elapsed / remaining, and per
     flow the current throughput, cwnd and RTT. On a terminal it is a Rich
@@ -134,6 +143,7 @@ class LiveProgress:
         self.live = None
         self.phase = "starting"
         self.sample: dict | None = None
+        self.event = Progress("starting")
         self.t0 = time.monotonic()
 
     def __enter__(self):
@@ -151,22 +161,16 @@ class LiveProgress:
         if self.live is not None:
             self.live.__exit__(*exc)
 
-    def __call__(self, msg: dict) -> None:
-        if msg.get("kind") == "done":
-            self._line(f"run finished: {msg['status']}"
-                       + (f" ({msg['error']})" if msg.get("error") else ""))
-            return
-        if msg.get("kind") == "ready":
-            self._line(f"micro-VM up: kernel {msg['kernel']}")
-            return
-        if "flows" in msg:
-            self.sample = msg
-        elif msg.get("phase") and msg["phase"] != self.phase:
-            self.phase = msg["phase"]
-            if msg["phase"] != "running":
+    def __call__(self, event: Progress) -> None:
+        if "flows" in event.data:
+            self.sample = event.data
+        elif event.phase != self.phase:
+            self.phase = event.phase
+            if event.phase != "running":
                 self.sample = None
-            self._line(self.phase + (f" (repetition {msg['repetition']})"
-                                     if msg.get("repetition", 1) > 1 else ""))
+            rep = event.data.get("repetition", 1)
+            self._line(self.phase + (f" (repetition {rep})" if rep > 1 else ""))
+        self.event = event
         if self.live is not None:
             self.live.update(self._render())
 
@@ -183,7 +187,7 @@ class LiveProgress:
         if not s:
             from rich.text import Text
 
-            return Text(f"{self.phase} …")
+            return Text(f"{self.phase}{_count(self.event)} …")
         left = max(0.0, s["total_s"] - s["elapsed_s"])
         t = Table(title=f"running: {s['elapsed_s']:.0f} s of {s['total_s']:g} s, "
                         f"{left:.0f} s left", box=box.SIMPLE, title_justify="left")

@@ -7,6 +7,8 @@ import contextlib
 import functools
 import sys
 
+from tcpvar.progress import Progress, ignore
+
 
 @functools.cache
 def out():
@@ -63,11 +65,17 @@ def data(text: str) -> None:
     sys.stdout.flush()
 
 
+def note_phase(event: Progress) -> None:
+    """A progress reporter that notes each event's phase on a line."""
+    note(event.phase)
+
+
 @contextlib.contextmanager
 def file_progress(label: str, quiet: bool = False):
-    """A transient byte progress bar on stderr; yields update(done, total)."""
+    """A transient byte progress bar on stderr; yields a progress reporter
+    that moves it."""
     if quiet or not sys.stderr.isatty():
-        yield lambda done, total: None
+        yield ignore
         return
     from rich.progress import (
         BarColumn,
@@ -83,7 +91,7 @@ def file_progress(label: str, quiet: bool = False):
                   transient=True) as progress:
         task = progress.add_task(label, total=None)
 
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
+        def update(event: Progress) -> None:
+            progress.update(task, completed=event.done, total=event.total)
 
         yield update

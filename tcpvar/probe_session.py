@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tcpvar import __version__
 from tcpvar.errors import UsageError
+from tcpvar.progress import Progress
 
 
 def _default_dir() -> Path:
@@ -54,8 +55,9 @@ def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | No
         rec.start()
         started_ns = rec.started_ns or time.time_ns()
         if progress:
-            progress(f"recording tcp_probe events from {rec.source} ({rec.reason}) into "
-                     f"{out}; {'for %gs' % duration if duration else 'Ctrl-C to stop'}")
+            progress(Progress(f"recording tcp_probe events from {rec.source} ({rec.reason}) "
+                              f"into {out}; "
+                              f"{'for %gs' % duration if duration else 'Ctrl-C to stop'}"))
         status = "complete"
         stop = threading.Event()
         old_term = signal.signal(signal.SIGTERM, lambda *a: stop.set())

@@ -16,6 +16,7 @@ from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.capture.session import SessionRequest, capture
 from tcpvar.errors import InputError, StoreError, TcpvarError
 from tcpvar.ingest.run import load_run, stored_run
+from tcpvar.progress import Progress
 from tcpvar.store import Store
 
 RunRequest = SessionRequest      # what `tcpvar run` asks for is a capture session
@@ -76,7 +77,7 @@ def _store_one(store, r: StoredRun, progress) -> None:
         run_id = stored_run(store.con, r.dir)
         r.already_stored = run_id is not None
         if run_id is None:
-            progress({"phase": f"loading {r.dir.name} into the store"})
+            progress(Progress(f"loading {r.dir.name} into the store"))
             run_id = load_run(store, r.dir)
             with store.transaction() as con:
                 build_run_series(con, run_id, SERIES_INTERVAL_MS)
