@@ -2,7 +2,10 @@
 capture analysed once per test session."""
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -29,6 +32,21 @@ OWN_CAPTURES = sorted(p for p in _captures(FIXTURES).values()
 SHARED_FOUND = SHARED.is_dir()
 SHARED_CAPTURES = sorted({**_captures(FIXTURES / "thirdparty"),
                           **(_captures(SHARED) if SHARED_FOUND else {})}.values())
+
+
+def tcpvar_main(*args, cwd=None) -> subprocess.CompletedProcess:
+    """The tcpvar command run in this process, through cli.main.main(argv):
+    the exit status, stdout and stderr a user gets, without the start-up of
+    a new Python. The smoke tests that need a real process run
+    `python -m tcpvar.cli` instead."""
+    from tcpvar.cli.main import main
+
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            contextlib.chdir(cwd or os.getcwd()):
+        status = main(argv)
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 
 def capture_id(path: Path) -> str:

@@ -1,5 +1,7 @@
 """The tcpvar command as users run it: help, exit statuses, one-line errors
-for bad input, JSON/CSV contracts, the store's idempotency, query, plots."""
+for bad input, JSON/CSV contracts, the store's idempotency, query, plots.
+Most cases call the command in this process (conftest.tcpvar_main); the
+smoke tests start it as a user does, `python -m tcpvar.cli`."""
 from __future__ import annotations
 
 import csv
@@ -11,11 +13,12 @@ import sys
 import pytest
 
 from conftest import FIXTURES
+from conftest import tcpvar_main as tcpvar
 
 BAD = FIXTURES / "bad"
 
 
-def tcpvar(*args, cwd=None):
+def tcpvar_process(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd, timeout=300)
 
@@ -27,14 +30,14 @@ def db(tmp_path):
 
 @pytest.mark.parametrize("args", [[], ["analyze"], ["query"]])
 def test_help_reads_well(args):
-    res = tcpvar(*args, "--help")
+    res = tcpvar_process(*args, "--help")
     assert res.returncode == 0
     assert "Usage: tcpvar" in res.stdout
     assert "Examples" in res.stdout
 
 
 def test_version():
-    res = tcpvar("--version")
+    res = tcpvar_process("--version")
     assert res.returncode == 0 and res.stdout.startswith("tcpvar ")
 
 
@@ -57,9 +60,10 @@ def test_bad_input_one_line(path, status, words, db):
 
 
 def test_bad_input_keeps_what_is_stored(db):
-    assert tcpvar("analyze", "--db", db, "-q", FIXTURES / "sll.pcap").returncode == 0
-    assert tcpvar("analyze", "--db", db, BAD / "garbage.pcap").returncode == 3
-    res = tcpvar("query", "--db", db, "--csv", "SELECT count(*) AS n FROM captures")
+    assert tcpvar_process("analyze", "--db", db, "-q", FIXTURES / "sll.pcap").returncode == 0
+    res = tcpvar_process("analyze", "--db", db, BAD / "garbage.pcap")
+    assert res.returncode == 3 and len(res.stderr.strip().splitlines()) == 1
+    res = tcpvar_process("query", "--db", db, "--csv", "SELECT count(*) AS n FROM captures")
     assert res.stdout.splitlines() == ["n", "1"]
 
 
@@ -170,7 +174,7 @@ def test_interrupted_load_leaves_nothing(tmp_path):
     with Store(tmp_path / "i.duckdb") as store:
         ingest(store, FIXTURES / "sll.pcap")
 
-        def interrupt(done, total):
+        def interrupt(event):
             raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt):

@@ -8,8 +8,6 @@ import json
 import re
 import shlex
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -18,6 +16,7 @@ import pytest
 from tcpvar.errors import ExitStatus, VmError
 from tcpvar.run import _store_written
 
+from conftest import tcpvar_main as tcpvar
 from run_helpers import tcpvar_run
 
 RUN = ("--backend", "netns", "--cc", "cubic", "--rtt", 0, "--buffer", 60, "--duration", 3,
@@ -26,17 +25,12 @@ RUN = ("--backend", "netns", "--cc", "cubic", "--rtt", 0, "--buffer", 60, "--dur
 STORE_IDS = {"run_id", "sender_capture", "bottleneck_capture"}
 
 
-def tcpvar(*args):
-    return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=900)
-
-
 def load_json(db: Path, *dirs) -> tuple[int, dict | None, str]:
     res = tcpvar("load", "-q", "--json", "--db", db, *dirs)
     return res.returncode, json.loads(res.stdout) if res.stdout.strip() else None, res.stderr
 
 
-def quiet(msg: dict) -> None:
+def quiet(event) -> None:
     pass
 
 
