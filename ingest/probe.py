@@ -11,6 +11,7 @@ import duckdb
 from tcpvar.artefacts import probe_record as record
 from tcpvar.errors import InputError
 
+
 def _addr(text: str) -> str:
     """As the artefact writes addresses: IPv4 (also IPv4-mapped IPv6) dotted."""
     try:
