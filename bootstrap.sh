@@ -16,10 +16,11 @@ $SUDO apt-get update -q
 # python3-venv and python3-dev: the virtual environment and the C extension's
 # headers on Debian's python3; procps: sysctl; udev: the micro-VM's guest init
 # runs the host's udevd to create the channel the guest reports through; file:
-# virtme-ng runs it on busybox
+# virtme-ng runs it on busybox; chromium: the test that opens report.html
 $SUDO apt-get install -y -q --no-install-recommends \
 	python3 python3-venv python3-dev \
 	gcc make libpcap-dev tshark tcptrace tcpdump iperf3 iproute2 ethtool procps mount \
+	chromium \
 	clang llvm libclang-rt-14-dev \
 	bpftool libbpf-dev libelf-dev zlib1g-dev \
 	qemu-system-x86 kmod busybox-static udev file

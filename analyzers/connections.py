@@ -34,6 +34,14 @@ def connections(con, capture_id: int) -> list[dict]:
     return out
 
 
+def capture_info(con, capture_id: int) -> dict:
+    """A capture's path, link type, frames, TCP segments and duration."""
+    cur = con.execute("SELECT path, link_name AS link_type, frames, tcp_packets, "
+                      "(last_ns - first_ns) / 1e9 AS duration_s FROM captures "
+                      "WHERE capture_id = $1", [capture_id])
+    return dict(zip([d[0] for d in cur.description], cur.fetchone()))
+
+
 def data_direction(conn: dict) -> str:
     """The direction that carried more new data: the flow's sender."""
     return "a2b" if conn["a2b"]["unique_bytes"] >= conn["b2a"]["unique_bytes"] else "b2a"

@@ -45,8 +45,8 @@ def _pair(ctx, param, value):
               help="Treat identical copies of a segment closer than US microseconds as "
                    "capture artefacts, not retransmissions.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), metavar="DIR",
-              help="Write PNG plots (throughput, bytes in flight, RTT, RTO timeline, and "
-                   "NGWA windows when the capture has them) to DIR.")
+              help="Write every kind of `tcpvar plot` figure of each capture to "
+                   "DIR/NAME-KIND.png.")
 @click.option("--force", is_flag=True, help="Read files again even if the store has them.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair, stats_only,
@@ -67,7 +67,7 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
       tcpvar analyze --pair 2:1 --json vegas_vs_reno.pcap
       tcpvar analyze --plot plots/ bulk.pcap
     """
-    from tcpvar.analysis import AnalyzeOptions, analyze_capture, figure_data
+    from tcpvar.analysis import AnalyzeOptions, analyze_capture
     from tcpvar.ingest.capture import ScanOptions
     from tcpvar.report import export, terminal
     from tcpvar.store import Store
@@ -81,7 +81,7 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
         interval_ms=interval_ms, force=force, fairness=fairness,
         flows=list(flows) or None, pair=pair)
 
-    captures, failures = [], []
+    captures, failures, taken = [], [], set()
     with Store(db_path) as store:
         for path in files:
             try:
@@ -96,10 +96,7 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
             if doc["warning"]:
                 terminal.warn(f"{path}: {doc['warning']}")
             if plot_dir:
-                from tcpvar.report.plots import plot_capture
-
-                for png in plot_capture(figure_data(store, doc), plot_dir):
-                    terminal.note(f"wrote {png}")
+                _plot(store, doc, plot_dir, taken)
             captures.append(doc)
 
     if as_json:
@@ -112,6 +109,17 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
     else:
         _print_tables(captures)
     return failures[0] if failures else ExitStatus.OK
+
+
+def _plot(store, doc: dict, plot_dir: str, taken: set[str]) -> None:
+    from pathlib import Path
+
+    from tcpvar.plot import capture_figures
+    from tcpvar.report import figures, terminal
+
+    for fig in capture_figures(store, doc["capture_id"], Path(doc["path"]), Path(plot_dir),
+                               taken):
+        terminal.note(f"wrote {figures.save(fig, fig['path'])}")
 
 
 def _print_tables(captures: list[dict]) -> None:

@@ -17,8 +17,10 @@ from .analyze import analyze
 from .doctor import doctor
 from .kernel import kernel
 from .load import load
+from .plot import plot
 from .probe import probe
 from .query import query
+from .report import report
 from .run import run
 from .wireshark import wireshark
 
@@ -42,6 +44,8 @@ def cli(ctx: click.Context, traceback: bool) -> None:
       tcpvar load runs/20261121-130245-single-cubic-eeae5b-r1
       tcpvar analyze capture.pcapng
       tcpvar analyze --fairness --json run1.pcap
+      tcpvar plot cwnd run:1
+      tcpvar report run:1 -o run1.html
       tcpvar query "SELECT conn, dir, rtt_avg_ms FROM conn_stats"
       tcpvar wireshark install
     """
@@ -52,8 +56,10 @@ cli.add_command(analyze)
 cli.add_command(doctor)
 cli.add_command(kernel)
 cli.add_command(load)
+cli.add_command(plot)
 cli.add_command(probe)
 cli.add_command(query)
+cli.add_command(report)
 cli.add_command(run)
 cli.add_command(wireshark)
 

@@ -260,6 +260,15 @@ def _store_connections(con, capture_id: int, scanner) -> int:
     return n
 
 
+def stored_capture(store, path: str | Path) -> int | None:
+    """The capture_id of @path when the store holds it unchanged with its
+    packets, whatever options it was read with (a run's captures keep theirs)."""
+    path = Path(path)
+    check_readable(path)
+    old = _existing(store.con, str(path.resolve()))
+    return old[0] if old and old[6] and old[1] == fingerprint(path) else None
+
+
 def _existing(con, path: str):
     return one(con, "SELECT capture_id, fingerprint, frames, tcp_packets, truncated, warning, "
                     "with_packets, rto_min_ms, hwdup_us FROM captures "

@@ -1,6 +1,7 @@
 """tcp_probe.csv (docs/probe.md) -> the probe_events table, in one DuckDB
-scan of the file, each event given the run's flow whose sender socket it
-belongs to (same 4-tuple, either orientation)."""
+scan of the file, each event given the run's flow its socket belongs to
+(same 4-tuple, either orientation) and its side: the flow's sender or its
+receiver."""
 from __future__ import annotations
 
 import ipaddress
@@ -46,19 +47,20 @@ def load_probe(target, run_id: int, csv_path: str | Path, flows=()) -> int:
     pairs = {}
     for flow, saddr, sport, daddr, dport in flows:
         a, b = (_addr(saddr), int(sport)), (_addr(daddr), int(dport))
-        pairs.setdefault((a, b), flow)
-        pairs.setdefault((b, a), flow)
-    con.execute("CREATE OR REPLACE TEMP TABLE probe_flow_keys "
-                "(flow INTEGER, saddr VARCHAR, sport INTEGER, daddr VARCHAR, dport INTEGER)")
+        pairs.setdefault((a, b), (flow, "sender"))
+        pairs.setdefault((b, a), (flow, "receiver"))
+    con.execute("CREATE OR REPLACE TEMP TABLE probe_flow_keys (flow INTEGER, side VARCHAR, "
+                "saddr VARCHAR, sport INTEGER, daddr VARCHAR, dport INTEGER)")
     if pairs:
-        con.executemany("INSERT INTO probe_flow_keys VALUES (?, ?, ?, ?, ?)",
-                        [(f, a[0], a[1], b[0], b[1]) for (a, b), f in pairs.items()])
+        con.executemany("INSERT INTO probe_flow_keys VALUES (?, ?, ?, ?, ?, ?)",
+                        [(f, side, a[0], a[1], b[0], b[1])
+                         for (a, b), (f, side) in pairs.items()])
     columns = "{" + ", ".join(f"'{c}': '{t}'" for c, t in record.TYPES.items()) + "}"
     cols = ", ".join(f"p.{c}" for c in record.NAMES)
     try:
         row = con.execute(
-            f"INSERT INTO probe_events "
-            f"SELECT $run_id, k.flow, {cols} "
+            f"INSERT INTO probe_events (run_id, flow, side, {', '.join(record.NAMES)}) "
+            f"SELECT $run_id, k.flow, k.side, {cols} "
             f"FROM read_csv($path, header = true, delim = ',', quote = '', "
             f"               columns = {columns}) p "
             f"LEFT JOIN probe_flow_keys k ON k.saddr = p.saddr AND k.sport = p.sport "

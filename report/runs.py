@@ -16,7 +16,7 @@ RUN_COLUMNS = ("flow", "cc", "role", "throughput iperf3", "throughput pcap", "re
                "RTT avg ms", "RTT min ms", "cwnd max", "RTO events")
 
 
-def _flow_row(f: dict) -> tuple:
+def flow_row(f: dict) -> tuple:
     return (str(f["flow"]), f["cc"], f["role"], si(f["throughput_bps"]["iperf3"], "bit/s"),
             si(f["throughput_bps"]["pcap"], "bit/s"),
             "-" if f["retransmitted_packets"] is None else str(f["retransmitted_packets"]),
@@ -25,7 +25,7 @@ def _flow_row(f: dict) -> tuple:
             "-" if f["rto_events"] is None else f"{f['rto_events']} ({f['rto_events_source']})")
 
 
-def _title(s: dict) -> str:
+def run_title(s: dict) -> str:
     p = s["params"] or {}
     bw = si(p.get("bw_bps"), "bit/s")
     title = (f"run {s['run_id']} ({s['name']}): {p.get('mode')} on {s['backend']}, "
@@ -81,6 +81,8 @@ def summary_lines(s: dict) -> list[str]:
     if s["error"]:
         lines.append(f"note: {s['error']}")
     lines.append(f"artefacts: {s['dir']}")
+    if s.get("report"):
+        lines.append(f"report: {s['report']} (figures in figures/)")
     return lines
 
 
@@ -89,19 +91,19 @@ def _j(x) -> str:
 
 
 def run_table(s: dict) -> Table:
-    t = Table(title=_title(s), box=box.SIMPLE_HEAVY, title_justify="left")
+    t = Table(title=run_title(s), box=box.SIMPLE_HEAVY, title_justify="left")
     for header in RUN_COLUMNS:
         t.add_column(header, justify="left" if header in ("cc", "role") else "right")
     for f in s["flows"]:
-        t.add_row(*_flow_row(f))
+        t.add_row(*flow_row(f))
     return t
 
 
 def run_text(s: dict) -> str:
     """The same table as plain aligned text, for pipes and logs."""
-    rows = [RUN_COLUMNS] + [_flow_row(f) for f in s["flows"]]
+    rows = [RUN_COLUMNS] + [flow_row(f) for f in s["flows"]]
     widths = [max(len(r[i]) for r in rows) for i in range(len(RUN_COLUMNS))]
-    out = [_title(s)]
+    out = [run_title(s)]
     for r in rows:
         out.append("  ".join(c.rjust(w) if i not in (1, 2) else c.ljust(w)
                              for i, (c, w) in enumerate(zip(r, widths))))

@@ -29,7 +29,7 @@ CONN_COLUMNS = (  # header, alignment
     ("goodput", ">"))
 
 
-def _conn_rows(capture: dict):
+def conn_rows(capture: dict):
     for conn in capture["connections"]:
         for i, direction in enumerate(DIRECTIONS):
             s = conn[direction]
@@ -51,7 +51,7 @@ def connections_table(capture: dict) -> Table:
     for header, align in CONN_COLUMNS:
         t.add_column(header, justify="right" if align == ">" else "left",
                      no_wrap=header != "from → to")
-    for i, row in enumerate(_conn_rows(capture)):
+    for i, row in enumerate(conn_rows(capture)):
         t.add_row(*row, end_section=bool(i % 2))
     return t
 
@@ -59,7 +59,7 @@ def connections_table(capture: dict) -> Table:
 def connections_text(capture: dict) -> str:
     """Per connection and direction, the figures people compare first, as
     plain aligned text: thousands of connections print in milliseconds."""
-    rows = list(_conn_rows(capture))
+    rows = list(conn_rows(capture))
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _) in enumerate(CONN_COLUMNS)]
 
     def line(cells):

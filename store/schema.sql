@@ -252,5 +252,8 @@ CREATE TABLE IF NOT EXISTS probe_events (
     wbrto_awnd    UINTEGER,
     wbrto_c10     UINTEGER,             -- penalty c, tenths
     wbrto_a10     UINTEGER,             -- weight a_i, tenths
-    ngwa_window   UINTEGER              -- NGWA window kept by the socket (0 when off)
+    ngwa_window   UINTEGER,             -- NGWA window kept by the socket (0 when off)
+    side          VARCHAR               -- 'sender' or 'receiver' of its flow, NULL without one
 );
+-- stores written before the side column
+ALTER TABLE probe_events ADD COLUMN IF NOT EXISTS side VARCHAR;

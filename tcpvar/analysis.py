@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from tcpvar.analyzers import fairness as fairness_mod
 from tcpvar.analyzers.connections import connections
-from tcpvar.analyzers.series import build_throughput, capture_figure
+from tcpvar.analyzers.series import build_throughput
 from tcpvar.ingest.capture import ScanOptions, ingest
 from tcpvar.store.db import one
 
@@ -52,7 +52,3 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None) ->
                                                 options.flows, options.pair)
     return doc
 
-
-def figure_data(store, doc: dict) -> dict:
-    """The series of an analysed capture's figure (report.plots draws it)."""
-    return capture_figure(store.con, doc)

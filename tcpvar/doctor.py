@@ -267,6 +267,7 @@ def _specs() -> list[_Spec]:
 
         _tool_spec("peers", "tshark", "the tests and bench/ that compare tcpvar with tshark"),
         _tool_spec("peers", "tcptrace", "the tests and bench/ that compare tcpvar with tcptrace"),
+        _tool_spec("peers", "chromium", "the test that opens report.html in a browser"),
     ]
 
 

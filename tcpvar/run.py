@@ -48,8 +48,29 @@ def execute(db_path: str, req: RunRequest, progress) -> RunOutcome:
     written = [str(d) for d in session.run_dirs]
     summaries = [s.summary for s in _store_written(db_path, written, session.failure,
                                                      progress)]
+    _write_reports(db_path, summaries, progress)
     interrupted = session.interrupted or any(s["status"] == "interrupted" for s in summaries)
     return RunOutcome(session.backend, session.reason, summaries, interrupted)
+
+
+def _write_reports(db_path: str, summaries: list[dict], progress) -> None:
+    """Each run's figures (figures/KIND.png) and report.html into its folder;
+    the summary gets the report's path. A run without a capture to draw
+    gets none, and nothing else changes."""
+    from tcpvar.report import figures, html
+    from tcpvar.reporting import run_outputs
+
+    with Store(db_path) as store:
+        for s in summaries:
+            run_dir = Path(s["dir"])
+            progress(Progress(f"drawing the figures of {run_dir.name}"))
+            try:
+                parts = run_outputs(store, s["run_id"], run_dir)
+            except TcpvarError:
+                continue
+            for doc in parts[0]["figures"]:
+                figures.save(doc, doc["path"])
+            s["report"] = str(html.write(s["name"], parts, run_dir / "report.html"))
 
 
 def store_runs(db_path: str, run_dirs, progress) -> list[StoredRun]:
@@ -72,15 +93,21 @@ def store_runs(db_path: str, run_dirs, progress) -> list[StoredRun]:
     return results
 
 
+def store_into(store, run_dir: Path, progress) -> int:
+    """Load a run folder the store does not hold yet, with its series; its run_id."""
+    progress(Progress(f"loading {run_dir.name} into the store"))
+    run_id = load_run(store, run_dir)
+    with store.transaction() as con:
+        build_run_series(con, run_id, SERIES_INTERVAL_MS)
+    return run_id
+
+
 def _store_one(store, r: StoredRun, progress) -> None:
     try:
         run_id = stored_run(store.con, r.dir)
         r.already_stored = run_id is not None
         if run_id is None:
-            progress(Progress(f"loading {r.dir.name} into the store"))
-            run_id = load_run(store, r.dir)
-            with store.transaction() as con:
-                build_run_series(con, run_id, SERIES_INTERVAL_MS)
+            run_id = store_into(store, r.dir, progress)
         r.summary = run_summary(store.con, run_id)
     except TcpvarError as exc:
         r.error = exc

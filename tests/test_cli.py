@@ -1,5 +1,5 @@
 """The tcpvar command as users run it: help, exit statuses, one-line errors
-for bad input, JSON/CSV contracts, the store's idempotency, query, plots.
+for bad input, JSON/CSV contracts, the store's idempotency, query (figures: test_figures.py).
 Most cases call the command in this process (conftest.tcpvar_main); the
 smoke tests start it as a user does, `python -m tcpvar.cli`."""
 from __future__ import annotations
@@ -155,14 +155,6 @@ def test_fairness_and_pair_printed(db):
     assert "friendliness of flow 5 against flow 2" in res.stdout
     res = tcpvar("analyze", "--db", db, "--pair", "9:2", FIXTURES / "iperf_4flows.pcap")
     assert res.returncode == 2 and "no connection 9" in res.stderr
-
-
-def test_plot_writes_png(db, tmp_path):
-    res = tcpvar("analyze", "--db", db, "-q", "--plot", tmp_path / "plots",
-                 FIXTURES / "iperf_rto.pcap")
-    assert res.returncode == 0
-    png = tmp_path / "plots" / "iperf_rto.pcap.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
 
 
 def test_interrupted_load_leaves_nothing(tmp_path):

@@ -205,24 +205,6 @@ def test_ngwa_windows_view(analyzed, store):
     assert data == acks == [60000, 48000, 36000, 24000, 16000, 16000, 24000, 40000]
 
 
-def test_plot_has_an_ngwa_panel(analyzed, store, tmp_path):
-    from tcpvar.analysis import figure_data
-    from tcpvar.report.plots import plot_capture
-
-    def height(png):
-        data = png.read_bytes()
-        return struct.unpack(">II", data[16:24])[1]
-    ngwa = figure_data(store, analyzed(FIXTURES / "ngwa_flows.pcap"))
-    # the panel's points are NGWA values the crafted packets carry
-    carried = {v for f in _truth("ngwa_flows.pcap") if f["ngwa"]["state"] == "valid"
-               for v in f["ngwa"].get("values", [f["ngwa"].get("value")])}
-    points = {v for flow in ngwa["flows"] for _, v in flow["ngwa"]}
-    assert points and points <= carried
-    with_ngwa = plot_capture(ngwa, tmp_path)[0]
-    without = plot_capture(figure_data(store, analyzed(FIXTURES / "sll.pcap")), tmp_path)[0]
-    assert height(with_ngwa) > height(without)
-
-
 # ---------------------------------------------------------------------------
 # random option areas: never a Lua error, and tcpvar agrees with tshark
 # ---------------------------------------------------------------------------

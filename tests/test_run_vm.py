@@ -250,3 +250,84 @@ def test_wbrto_draws_rtos_in_their_interval(ngwa_wbrto):
         rtos.setdefault(flow, set()).add(rto)
     # drawn anew at each computation, so far from one value per flow
     assert all(len(v) > 20 for v in rtos.values()) and len(rtos) == 2
+
+
+# ---------------------------------------------------------------------------
+# figures of a run (`tcpvar plot KIND run:N`), held to the run's artefacts
+# ---------------------------------------------------------------------------
+
+def _plot(run: dict, kind: str, out: Path) -> dict:
+    from conftest import tcpvar_main
+
+    db = Path(run["dir"]).parents[1] / "t.duckdb"
+    res = tcpvar_main("plot", kind, f"run:{run['run_id']}", "--db", db, "-q", "-o", out,
+                      "--json")
+    assert res.returncode == 0, res.stderr
+    assert out.stat().st_size > 10000
+    return json.loads(res.stdout)
+
+
+def _frame_times(pcap: Path, sport: int) -> list[float]:
+    """tshark's times (s since the capture's first frame) of the packets a port sent."""
+    out = subprocess.run(["tshark", "-n", "-r", str(pcap), "-Y", f"tcp.srcport == {sport}",
+                          "-T", "fields", "-e", "frame.time_relative"],
+                         capture_output=True, text=True, check=True).stdout
+    return [float(x) for x in out.split()]
+
+
+def test_every_figure_of_a_run(main_job, tmp_path):
+    from tcpvar.analyzers.figures import KINDS
+
+    (run,) = main_job["runs"]
+    (flow,) = run["flows"]
+    docs = {kind: _plot(run, kind, tmp_path / f"{kind}.png") for kind in KINDS}
+    for doc in docs.values():
+        assert "cubic, RTT 100 ms, 20 Mbit/s, loss 0 %" in doc["title"]
+    # cwnd: the sending socket's events only (tcp_probe.csv, local port = the flow's source)
+    import csv
+
+    with open(Path(run["dir"]) / "tcp_probe.csv") as f:
+        sender = [r for r in csv.DictReader(f) if int(r["sport"]) == int(flow["src"].split(":")[1])]
+    (cwnd,) = docs["cwnd"]["senders"]
+    assert cwnd["label"] == "flow 1 cubic (test)"
+    assert max(hi for _, _, hi in cwnd["cwnd"]) == max(int(r["snd_cwnd"]) for r in sender)
+    # one time axis: the sender's first probe event is a segment arriving,
+    # which the sender capture shows from the receiver within a few ms
+    first = cwnd["cwnd"][0][0]
+    arrivals = _frame_times(Path(run["dir"]) / "sender.pcap", int(flow["dst"].split(":")[1]))
+    column = docs["cwnd"]["column_ns"] / 1e9
+    assert min(abs(t - first) for t in arrivals) <= column + 0.005
+    # throughput: the figure's goodput adds up to the bytes iperf3 received
+    tput = docs["throughput"]
+    (f,) = tput["senders"]
+    got = sum(bps * tput["bin_s"] / 8 for _, bps in f["goodput"])
+    assert close(got, flow["throughput_bps"]["iperf3"] * flow["duration_s"] / 8, 0.1)
+    assert tput["rate"] == [[0.0, BW]] and tput["bin_s"] >= 0.1     # RTT 100 ms
+    assert min(lo for _, lo, _ in docs["rtt"]["senders"][0]["samples"]) >= 90
+    assert docs["rto"]["senders"][0]["source"] == "tcp_probe"
+    assert min(lo for _, lo, _ in docs["rto"]["senders"][0]["rto"]) >= 200
+
+
+def test_ngwa_figures(ngwa_wbrto, tmp_path):
+    _, doc = ngwa_wbrto
+    (run,) = doc["runs"]
+    ngwa = _plot(run, "ngwa", tmp_path / "ngwa.svg")
+    assert ngwa["empty"] is None and all(f["ngwa"] for f in ngwa["senders"])
+    fair = _plot(run, "fairness", tmp_path / "fairness.pdf")
+    assert fair["jain"] and all(0.5 <= j <= 1.0 + 1e-9 for _, j in fair["jain"])
+    # the second flow starts 2 s later: Jain's index only where both sent
+    assert fair["jain"][0][0] >= 2.0 - fair["bin_s"]
+
+
+def test_a_run_leaves_its_figures_and_report(main_job, tmp_path):
+    from browser import open_page
+
+    (run,) = main_job["runs"]
+    folder = Path(run["dir"])
+    assert run["report"] == str(folder / "report.html")
+    kinds = sorted(p.stem for p in (folder / "figures").glob("*.png"))
+    assert kinds == sorted(["throughput", "cwnd", "rtt", "rto", "tsg", "window"])
+    text = (folder / "report.html").read_text()
+    assert run["name"] in text and "6.1.0-56-amd64" in text and "iperf 3." in text
+    console, figures = open_page(folder / "report.html", tmp_path)
+    assert console == [] and figures == "6/6"

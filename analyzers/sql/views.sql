@@ -108,6 +108,10 @@ WHERE p.ngwa_window IS NOT NULL;
 -- timeline's marks: entering the Loss state, the backoff growing, and the
 -- retransmissions counted since the socket's previous event. Units: ms for
 -- the timers. The extended columns are NULL for the stock tracepoint.
+-- `flow` is set on the events of a flow's sending socket only, so
+-- `WHERE flow = 1` is the sender's trace; its receiver's socket has the
+-- flow in `receiver_of`. Time 0 is the first record of the run's sender
+-- capture, as in the capture's views, else the run's start.
 CREATE OR REPLACE VIEW probe_timeline AS
 WITH e AS (
     SELECT p.*,
@@ -119,8 +123,12 @@ WITH e AS (
     FROM probe_events p
     WINDOW w AS (PARTITION BY p.run_id, p.cookie ORDER BY p.ts_ns)
 )
-SELECT e.run_id, e.flow, e.cookie, e.saddr, e.sport, e.daddr, e.dport,
-       e.ts_ns, (e.ts_ns - coalesce(r.started_ns, e.first_ns)) / 1e9 AS t_s,
+SELECT e.run_id,
+       CASE WHEN e.side IS DISTINCT FROM 'receiver' THEN e.flow END AS flow,
+       e.side,
+       CASE WHEN e.side = 'receiver' THEN e.flow END AS receiver_of,
+       e.cookie, e.saddr, e.sport, e.daddr, e.dport,
+       e.ts_ns, (e.ts_ns - coalesce(c.first_ns, r.started_ns, e.first_ns)) / 1e9 AS t_s,
        e.snd_cwnd, e.ssthresh,
        e.srtt_us / 1e3 AS srtt_ms, e.rttvar_us / 1e3 AS rttvar_ms, e.rto_us / 1e3 AS rto_ms,
        e.packets_out, e.retrans_out, e.lost_out, e.sacked_out,
@@ -132,7 +140,8 @@ SELECT e.run_id, e.flow, e.cookie, e.saddr, e.sport, e.daddr, e.dport,
        e.backoff > coalesce(e.prev_backoff, 0) AS backoff_grew,
        e.total_retrans - e.prev_total_retrans AS new_retrans,
        (e.ts_ns - e.prev_ns) / 1e6 AS gap_ms
-FROM e LEFT JOIN runs r USING (run_id);
+FROM e LEFT JOIN runs r USING (run_id)
+LEFT JOIN captures c ON c.capture_id = r.sender_capture;
 
 -- Retransmission timeouts seen by the probe: one row per stay in the Loss
 -- state (from the first event in Loss to the first event out of it), with

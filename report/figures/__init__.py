@@ -1,0 +1,109 @@
+"""Figures: matplotlib drawings of the data analyzers.figures gives, one
+module per family (tsg: time-sequence; kernel: cwnd, rtt, rto; rates:
+throughput, fairness; windows: ngwa, window). Every figure has the
+subject's title, a legend naming each flow, "no data" with the reason in
+an empty panel, and time in seconds on the subject's one axis. The format
+follows the file's extension: .png, .svg or .pdf."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tcpvar.errors import UsageError
+
+FORMATS = (".png", ".svg", ".pdf")
+WIDTH_IN = 10           # 1500 px at 150 dpi: one time column of the data per pixel
+DPI = 150
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def panels(n: int, height_in: float = 3.2):
+    """A figure of @n panels sharing the time axis."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(n, 1, sharex=True, squeeze=False, constrained_layout=True,
+                             figsize=(WIDTH_IN, 1.2 + height_in * n))
+    return fig, list(axes[:, 0])
+
+
+def empty(ax, why: str | None) -> bool:
+    """Write why a panel has no data in its middle; True when it is empty."""
+    if not why:
+        return False
+    ax.text(0.5, 0.5, f"no data: {why}", transform=ax.transAxes, ha="center", va="center",
+            wrap=True, color="0.35", fontsize="medium")
+    ax.set_yticks([])
+    return True
+
+
+def color(i: int) -> str:
+    return f"C{i % 10}"
+
+
+def finish(fig, axes, doc: dict, what: str) -> None:
+    """Title, shared time axis and grid."""
+    title = doc["title"]
+    if doc.get("others"):
+        title += f"\n({doc['others']} smaller connection{'s' if doc['others'] != 1 else ''} "
+        title += "left out: choose with --conn)"
+    fig.suptitle(f"{what}\n{title}", fontsize="medium")
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="best", fontsize="small")
+    axes[-1].set_xlim(doc["from_s"], doc["to_s"])
+    axes[-1].set_xlabel("time (s)")
+
+
+def band(ax, rows, i: int, label: str, scale: float = 1.0, **style):
+    """A min/max-per-column series: the band between the two and the max as
+    a line (one column per pixel: a band one pixel wide is a point)."""
+    if not rows:
+        return
+    t = [r[0] for r in rows]
+    lo = [r[1] * scale for r in rows]
+    hi = [r[2] * scale for r in rows]
+    ax.plot(t, hi, color=color(i), label=label, linewidth=1, drawstyle="steps-post", **style)
+    if any(a != b for a, b in zip(lo, hi)):
+        ax.fill_between(t, lo, hi, step="post", color=color(i), alpha=0.3, linewidth=0)
+
+
+def draw(doc: dict):
+    """The matplotlib figure of a figure's data."""
+    from . import kernel, rates, tsg, windows
+
+    painters = {"tsg": tsg.draw, "cwnd": kernel.draw_cwnd, "rtt": kernel.draw_rtt,
+                "rto": kernel.draw_rto, "throughput": rates.draw_throughput,
+                "fairness": rates.draw_fairness, "ngwa": windows.draw_ngwa,
+                "window": windows.draw_window}
+    return painters[doc["kind"]](doc)
+
+
+def close(fig) -> None:
+    _pyplot().close(fig)
+
+
+def check_format(path: str | Path) -> None:
+    if Path(path).suffix.lower() not in FORMATS:
+        raise UsageError(f"{path}: the figure's format follows its extension: "
+                         f"{', '.join(FORMATS)}")
+
+
+def save(doc: dict, path: str | Path, dpi: int = DPI) -> Path:
+    """Draw @doc into @path (.png, .svg or .pdf)."""
+    check_format(path)
+    path = Path(path)
+    fig = draw(doc)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, metadata=_metadata(path))
+    close(fig)
+    return path
+
+
+def _metadata(path: Path) -> dict:
+    """No creation date in SVG and PDF, so a figure drawn again is the same file."""
+    return {".svg": {"Date": None}, ".pdf": {"CreationDate": None}}.get(path.suffix.lower(), {})

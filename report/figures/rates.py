@@ -1,0 +1,46 @@
+"""Throughput per flow and in total, with the bottleneck's rate and its
+schedule and iperf3's own reports; Jain's index per interval."""
+from __future__ import annotations
+
+from . import color, empty, finish, panels
+
+
+def draw_throughput(doc: dict):
+    fig, axes = panels(1, height_in=4.5)
+    ax = axes[0]
+    if not empty(ax, doc["empty"]):
+        for i, f in enumerate(doc["senders"]):
+            rows = f["goodput"]
+            ax.plot([t for t, _ in rows], [b / 1e6 for _, b in rows], color=color(i),
+                    drawstyle="steps-post", linewidth=1.2, label=f"{f['label']} (capture)")
+            for k, (a, b, bps) in enumerate(f["iperf3"]):
+                ax.plot([a, b], [bps / 1e6] * 2, color=color(i), linestyle=":", linewidth=1.5,
+                        label=None if k else f"{f['label']} (iperf3 sender reports)")
+        if len(doc["senders"]) > 1:
+            ax.plot([t for t, _ in doc["total"]], [b / 1e6 for _, b in doc["total"]],
+                    color="0.2", drawstyle="steps-post", linewidth=1, label="total")
+        if doc["rate"]:
+            ts = [t for t, _ in doc["rate"]] + [doc["to_s"]]
+            rates = [r / 1e6 for _, r in doc["rate"]]
+            ax.step(ts, rates + rates[-1:], where="post", color="black", linestyle="--",
+                    linewidth=1, label="bottleneck rate")
+        ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"goodput (Mbit/s)\nper {doc['bin_s'] * 1e3:g} ms")
+    finish(fig, axes, doc, "Throughput")
+    return fig
+
+
+def draw_fairness(doc: dict):
+    fig, axes = panels(1, height_in=3.8)
+    ax = axes[0]
+    if not empty(ax, doc["empty"]):
+        rows = doc["jain"]
+        ax.plot([t for t, _ in rows], [j for _, j in rows], color="C0",
+                drawstyle="steps-post", label="Jain's index over " + ", ".join(doc["labels"]))
+        ax.axhline(1.0, color="0.5", linewidth=0.8)
+        ax.axhline(1 / len(doc["labels"]), color="0.5", linewidth=0.8, linestyle=":",
+                   label=f"1/n = {1 / len(doc['labels']):.2f}: one flow has it all")
+        ax.set_ylim(0, 1.05)
+    ax.set_ylabel(f"Jain's index\nper {doc['bin_s'] * 1e3:g} ms")
+    finish(fig, axes, doc, "Fairness")
+    return fig

@@ -1,0 +1,90 @@
+"""report.html: one self-contained page per set of runs and captures. For
+each, a header (parameters, host, kernel, tools), its summary table, the
+bottleneck and probe accounting, and its figures embedded as PNG data:
+nothing is fetched from the network, so the file can be mailed or archived."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+from . import figures
+from .runs import RUN_COLUMNS, flow_row, run_title, summary_lines
+from .tables import CONN_COLUMNS, conn_rows
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0 1em; }
+td, th { padding: 0.2em 0.6em; border-bottom: 1px solid #eee; text-align: right; }
+th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+dl { display: grid; grid-template-columns: max-content auto; gap: 0.1em 1em; }
+dt { color: #666; } figure { margin: 1em 0; } img { max-width: 100%; }
+ul.notes { font-size: 0.9em; }
+"""
+
+
+def _table(columns, rows) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>"
+                   for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _facts(facts: dict) -> str:
+    return "<dl>" + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>"
+                            for k, v in facts.items() if v not in (None, "", {})) + "</dl>"
+
+
+def _png(doc: dict) -> bytes:
+    """The figure's PNG: the file already drawn for it, else drawn now."""
+    path = doc.get("path")
+    if path and Path(path).suffix == ".png" and Path(path).is_file():
+        return Path(path).read_bytes()
+    fig = figures.draw(doc)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    figures.close(fig)
+    return buf.getvalue()
+
+
+def _figure(doc: dict) -> str:
+    data = base64.b64encode(_png(doc)).decode()
+    alt = html.escape(f"{doc['kind']} figure of {doc['name']}")
+    return f'<figure><img alt="{alt}" src="data:image/png;base64,{data}"></figure>'
+
+
+def _run_section(part: dict) -> str:
+    s = part["summary"]
+    out = [f"<h2>{html.escape(run_title(s))}</h2>", _facts(part["facts"]),
+           _table(RUN_COLUMNS, [flow_row(f) for f in s["flows"]]),
+           "<ul class=notes>" + "".join(f"<li>{html.escape(x)}</li>" for x in summary_lines(s))
+           + "</ul>"]
+    return "\n".join(out)
+
+
+def _capture_section(part: dict) -> str:
+    cap = part["summary"]
+    return "\n".join([f"<h2>{html.escape(cap['path'])}</h2>", _facts(part["facts"]),
+                      _table([c for c, _ in CONN_COLUMNS], conn_rows(cap))])
+
+
+def render(title: str, parts: list[dict]) -> str:
+    """The page of @parts: each {'kind': 'run'|'capture', 'summary', 'facts', 'figures'}."""
+    body = []
+    for part in parts:
+        body.append(_run_section(part) if part["kind"] == "run" else _capture_section(part))
+        body.extend(_figure(doc) for doc in part["figures"])
+    return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
+            f"<body><h1>{html.escape(title)}</h1>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def write(title: str, parts: list[dict], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(render(title, parts))
+    tmp.replace(path)
+    return path

@@ -1,0 +1,71 @@
+"""`tcpvar report` and the report `tcpvar run` leaves in each run folder:
+gather, per run or capture, its summary, the facts of its header and the
+data of its figures; report.html draws them into one self-contained page."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tcpvar.analyzers.connections import capture_info, connections
+from tcpvar.analyzers.runs import run_summary
+from tcpvar.artefacts.run_folder import read_manifest
+from tcpvar.errors import InputError
+from tcpvar.plot import PlotOptions, figure, subject
+
+
+def kinds_for(subj) -> list[str]:
+    """The figures worth showing: fairness with two flows or more, NGWA
+    when the run had it switched on or the capture carries the option."""
+    out = ["throughput", "cwnd", "rtt", "rto", "tsg", "window"]
+    if len(subj.senders) > 1:
+        out.append("fairness")
+    if subj.ngwa:
+        out.append("ngwa")
+    return out
+
+
+def part(store, target: str, progress) -> dict:
+    """One section of a report: a run or a capture, with its figures' data."""
+    subj = subject(store, target, None, progress)
+    docs = [figure(store, subj, kind, PlotOptions()) for kind in kinds_for(subj)]
+    if subj.run_id is not None:
+        summary = run_summary(store.con, subj.run_id)
+        return {"kind": "run", "summary": summary, "facts": _run_facts(summary),
+                "figures": docs}
+    info = capture_info(store.con, subj.capture_id)
+    cap = {"path": info["path"], "connections": connections(store.con, subj.capture_id)}
+    facts = {"link type": info["link_type"], "frames": info["frames"],
+             "TCP segments": info["tcp_packets"], "duration": f"{info['duration_s']:.3f} s",
+             "flows shown": len(subj.senders)}
+    return {"kind": "capture", "summary": cap, "facts": facts, "figures": docs}
+
+
+def _run_facts(s: dict) -> dict:
+    """The run's host, kernel, tools and settings, from its manifest."""
+    try:
+        m = read_manifest(Path(s["dir"]))
+    except InputError:
+        m = {}
+    p = s["params"] or {}
+    return {"backend": s["backend"], "kernel": s["kernel"],
+            "kernel build": m.get("kernel_version"), "host": m.get("hostname"),
+            "tcpvar": m.get("tcpvar_version"), "seed, repetition": f"{s['seed']}, "
+                                                                    f"{s['repetition']}",
+            "buffer": (p.get("buffer") or {}).get("text"), "shaper": p.get("shaper"),
+            "schedule": p.get("schedule") or None,
+            "tools": "; ".join(f"{k}: {v}" for k, v in (m.get("tools") or {}).items()),
+            "sysctls": "; ".join(f"{k}={v}" for k, v in (m.get("sysctls") or {}).items()),
+            "tcp_probe": (m.get("probe") or {}).get("reason"),
+            "capture drops": m.get("capture_drops"), "folder": s["dir"]}
+
+
+def report_parts(store, targets, progress) -> list[dict]:
+    return [part(store, t, progress) for t in targets]
+
+
+def run_outputs(store, run_id: int, run_dir: Path) -> list[dict]:
+    """A finished run's report section, each figure with its file in the
+    run folder (figures/KIND.png)."""
+    section = part(store, f"run:{run_id}", None)
+    for doc in section["figures"]:
+        doc["path"] = run_dir / "figures" / f"{doc['kind']}.png"
+    return [section]
