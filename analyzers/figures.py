@@ -95,10 +95,10 @@ def capture_subject(con, capture_id: int, name: str, conns: list[int] | None) ->
 def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
     """A stored run: its flows (or the flows @picked) on its sender capture's axis."""
     row = one(con, "SELECT name, params, sender_capture, bottleneck_capture, started_ns, "
-                   "ended_ns, backend, kernel FROM runs WHERE run_id = $1", [run_id])
+                   "backend, kernel FROM runs WHERE run_id = $1", [run_id])
     if row is None:
         raise UsageError(f"the store has no run {run_id}")
-    name, params, sender_capture, bottleneck, started, ended, backend, kernel = row
+    name, params, sender_capture, bottleneck, started, backend, kernel = row
     if sender_capture is None:
         raise UsageError(f"run {run_id} ({name}) has no stored sender capture")
     params = json.loads(params) if params else {}

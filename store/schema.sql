@@ -255,5 +255,10 @@ CREATE TABLE IF NOT EXISTS probe_events (
     ngwa_window   UINTEGER,             -- NGWA window kept by the socket (0 when off)
     side          VARCHAR               -- 'sender' or 'receiver' of its flow, NULL without one
 );
--- stores written before the side column
+-- stores written before the side column: add it and fill it in (the
+-- sender's socket has the flow's source port as its local port)
 ALTER TABLE probe_events ADD COLUMN IF NOT EXISTS side VARCHAR;
+UPDATE probe_events e
+SET side = CASE WHEN e.sport = f.src_port THEN 'sender' ELSE 'receiver' END
+FROM flows f
+WHERE e.side IS NULL AND e.flow IS NOT NULL AND f.run_id = e.run_id AND f.flow = e.flow;

@@ -314,7 +314,7 @@ def test_ngwa_figures(ngwa_wbrto, tmp_path):
     ngwa = _plot(run, "ngwa", tmp_path / "ngwa.svg")
     assert ngwa["empty"] is None and all(f["ngwa"] for f in ngwa["senders"])
     fair = _plot(run, "fairness", tmp_path / "fairness.pdf")
-    assert fair["jain"] and all(0.5 <= j <= 1.0 + 1e-9 for _, j in fair["jain"])
+    assert fair["jain"] and all(0.5 - 1e-9 <= j <= 1.0 + 1e-9 for _, j in fair["jain"])
     # the second flow starts 2 s later: Jain's index only where both sent
     assert fair["jain"][0][0] >= 2.0 - fair["bin_s"]
 

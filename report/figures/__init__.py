@@ -67,8 +67,14 @@ def band(ax, rows, i: int, label: str, scale: float = 1.0, **style):
     t = [r[0] for r in rows]
     lo = [r[1] * scale for r in rows]
     hi = [r[2] * scale for r in rows]
-    ax.plot(t, hi, color=color(i), label=label, linewidth=1, drawstyle="steps-post", **style)
-    if any(a != b for a, b in zip(lo, hi)):
+    points = style.get("linestyle") == "none"      # samples: no line through the gaps
+    ax.plot(t, hi, color=color(i), label=label, linewidth=1,
+            drawstyle="default" if points else "steps-post", **style)
+    if not any(a != b for a, b in zip(lo, hi)):
+        return
+    if points:
+        ax.vlines(t, lo, hi, color=color(i), alpha=0.4, linewidth=1)
+    else:
         ax.fill_between(t, lo, hi, step="post", color=color(i), alpha=0.3, linewidth=0)
 
 
