@@ -30,6 +30,8 @@ TC_STATS_TEXT = "tc-stats.txt"
 TC_STATS_JSON = "tc-stats.json"
 PROGRESS = "progress.jsonl"
 STOP_FILE = ".stop"
+REPORT = "report.html"                    # written once the run is stored
+FIGURES = "figures"                       # its figures, KIND.png
 
 # what each flow of a manifest needs to be loaded
 FLOW_KEYS = ("flow", "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tcpvar.analyzers.connections import capture_info, connections
 from tcpvar.analyzers.runs import run_summary
-from tcpvar.artefacts.run_folder import read_manifest
+from tcpvar.artefacts.run_folder import FIGURES, read_manifest
 from tcpvar.errors import InputError
 from tcpvar.plot import PlotOptions, figure, subject
 
@@ -67,5 +67,5 @@ def run_outputs(store, run_id: int, run_dir: Path) -> list[dict]:
     run folder (figures/KIND.png)."""
     section = part(store, f"run:{run_id}", None)
     for doc in section["figures"]:
-        doc["path"] = run_dir / "figures" / f"{doc['kind']}.png"
+        doc["path"] = run_dir / FIGURES / f"{doc['kind']}.png"
     return [section]

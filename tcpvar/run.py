@@ -12,7 +12,7 @@ import duckdb
 
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.analyzers.series import build_run_series
-from tcpvar.artefacts.run_folder import read_manifest
+from tcpvar.artefacts.run_folder import REPORT, read_manifest
 from tcpvar.capture.session import SessionRequest, capture
 from tcpvar.errors import InputError, StoreError, TcpvarError
 from tcpvar.ingest.run import load_run, stored_run
@@ -70,7 +70,15 @@ def _write_reports(db_path: str, summaries: list[dict], progress) -> None:
                 continue
             for doc in parts[0]["figures"]:
                 figures.save(doc, doc["path"])
-            s["report"] = str(html.write(s["name"], parts, run_dir / "report.html"))
+            html.write(s["name"], parts, run_dir / REPORT)
+            _note_report(s)
+
+
+def _note_report(summary: dict) -> None:
+    """The summary names the run folder's report, when it has one."""
+    path = Path(summary["dir"]) / REPORT
+    if path.is_file():
+        summary["report"] = str(path)
 
 
 def store_runs(db_path: str, run_dirs, progress) -> list[StoredRun]:
@@ -109,6 +117,7 @@ def _store_one(store, r: StoredRun, progress) -> None:
         if run_id is None:
             run_id = store_into(store, r.dir, progress)
         r.summary = run_summary(store.con, run_id)
+        _note_report(r.summary)
     except TcpvarError as exc:
         r.error = exc
     except duckdb.Error as exc:
