@@ -167,7 +167,8 @@ def _rate(p: dict, started_ns, origin_ns: int) -> list[tuple[float, float]]:
     if "bw_bps" not in p:
         return []
     shift = (started_ns - origin_ns) / 1e9 if started_ns else 0.0
-    return [(0.0, p["bw_bps"])] + [(at + shift, bps) for at, bps in p.get("schedule") or ()]
+    return [(0.0, p["bw_bps"])] + [(step["t_s"] + shift, step["bw_bps"])
+                                   for step in p.get("schedule") or ()]
 
 
 # --- time --------------------------------------------------------------------

@@ -240,3 +240,29 @@ def test_missing_tool_is_named(tmp_path):
     assert proc.returncode == 7
     assert proc.stderr.strip() == ("tcpvar: error: iperf3 is not installed "
                                    "(apt-get install iperf3, or run ./bootstrap.sh)")
+
+
+def test_throughput_figure_draws_the_schedule(tmp_path):
+    """The bottleneck's rate steps where `tc -s` says the schedule changed it."""
+    from conftest import tcpvar_main
+
+    rc, doc, err = tcpvar_run(tmp_path, "--backend", "netns", "--cc", "cubic", "--rtt", 0,
+                              "--buffer", 60, "--bw-schedule", "0:40mbit,3:8mbit",
+                              "--duration", 5)
+    assert rc == 0, err
+    (run,) = doc["runs"]
+    res = tcpvar_main("plot", "throughput", f"run:{run['run_id']}", "--db",
+                      tmp_path / "t.duckdb", "-q", "-o", tmp_path / "t.svg", "--json")
+    assert res.returncode == 0, res.stderr
+    fig = json.loads(res.stdout)
+    step, rate = fig["rate"][-1]
+    assert rate == 8e6 and abs(step - 3) < 0.5     # 3 s into the run, on the capture's axis
+    # the data agree: a bin wholly after the step carries at most the new rate
+    (flow,) = fig["senders"]
+    after = [bps for t, bps in flow["goodput"] if t >= step + 0.5 and t + fig["bin_s"] <= 5]
+    assert after and max(after) <= 8e6 * 1.1
+    # the run's own figures are in its folder, and its report embeds each
+    folder = Path(run["dir"])
+    drawn = sorted(folder.glob("figures/*.png"))
+    assert len(drawn) == 6
+    assert (folder / "report.html").read_text().count("<img ") == len(drawn)
