@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from conftest import tcpvar_main
 from run_helpers import (
     ARTEFACTS,
     assert_nothing_left,
@@ -151,12 +152,29 @@ def test_bandwidth_schedule_shows_in_the_series(tmp_path):
         "SELECT t.t_s, t.goodput_bps FROM throughput t JOIN flows f "
         "ON t.capture_id = ? AND t.conn = f.conn AND f.run_id = ? WHERE t.dir = 0",
         [run["sender_capture"], run["run_id"]]).fetchall())
+    con.close()
     before = [v for t, v in series.items() if 1 <= t < 4]
     after = [v for t, v in series.items() if 5 <= t < 8]
     assert max(before) <= 40e6 * 1.05 and max(after) <= 8e6 * 1.1
     assert sum(before) / len(before) > 3 * sum(after) / len(after)
     applied = json.loads((Path(run["dir"]) / "manifest.json").read_text())["schedule_applied"]
     assert [s["bw_bps"] for s in applied] == [8e6]
+    # the throughput figure draws the step where the data shows it
+    res = tcpvar_main("plot", "throughput", f"run:{run['run_id']}", "--db",
+                      tmp_path / "t.duckdb", "-q", "-o", tmp_path / "t.svg", "--json")
+    assert res.returncode == 0, res.stderr
+    fig = json.loads(res.stdout)
+    step, rate = fig["rate"][-1]
+    assert rate == 8e6 and abs(step - 4) < 0.5     # 4 s into the run, on the capture's axis
+    # the data agree: a bin wholly after the step carries at most the new rate
+    (flow,) = fig["senders"]
+    after = [bps for t, bps in flow["goodput"] if t >= step + 0.5 and t + fig["bin_s"] <= 8]
+    assert after and max(after) <= 8e6 * 1.1
+    # the run's own figures are in its folder, and its report embeds each
+    folder = Path(run["dir"])
+    drawn = sorted(folder.glob("figures/*.png"))
+    assert len(drawn) == 6
+    assert (folder / "report.html").read_text().count("<img ") == len(drawn)
 
 
 def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path):
@@ -241,28 +259,3 @@ def test_missing_tool_is_named(tmp_path):
     assert proc.stderr.strip() == ("tcpvar: error: iperf3 is not installed "
                                    "(apt-get install iperf3, or run ./bootstrap.sh)")
 
-
-def test_throughput_figure_draws_the_schedule(tmp_path):
-    """The bottleneck's rate steps where `tc -s` says the schedule changed it."""
-    from conftest import tcpvar_main
-
-    rc, doc, err = tcpvar_run(tmp_path, "--backend", "netns", "--cc", "cubic", "--rtt", 0,
-                              "--buffer", 60, "--bw-schedule", "0:40mbit,3:8mbit",
-                              "--duration", 5)
-    assert rc == 0, err
-    (run,) = doc["runs"]
-    res = tcpvar_main("plot", "throughput", f"run:{run['run_id']}", "--db",
-                      tmp_path / "t.duckdb", "-q", "-o", tmp_path / "t.svg", "--json")
-    assert res.returncode == 0, res.stderr
-    fig = json.loads(res.stdout)
-    step, rate = fig["rate"][-1]
-    assert rate == 8e6 and abs(step - 3) < 0.5     # 3 s into the run, on the capture's axis
-    # the data agree: a bin wholly after the step carries at most the new rate
-    (flow,) = fig["senders"]
-    after = [bps for t, bps in flow["goodput"] if t >= step + 0.5 and t + fig["bin_s"] <= 5]
-    assert after and max(after) <= 8e6 * 1.1
-    # the run's own figures are in its folder, and its report embeds each
-    folder = Path(run["dir"])
-    drawn = sorted(folder.glob("figures/*.png"))
-    assert len(drawn) == 6
-    assert (folder / "report.html").read_text().count("<img ") == len(drawn)

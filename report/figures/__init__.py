@@ -30,6 +30,17 @@ def panels(n: int, height_in: float = 3.2):
     return fig, list(axes[:, 0])
 
 
+def one_panel(doc: dict, what: str, ylabel: str, paint, height_in: float = 4.5):
+    """A figure of one panel: @paint(ax) draws the data, unless there is
+    none (then the panel says why)."""
+    fig, axes = panels(1, height_in)
+    if not empty(axes[0], doc["empty"]):
+        paint(axes[0])
+    axes[0].set_ylabel(ylabel)
+    finish(fig, axes, doc, what)
+    return fig
+
+
 def empty(ax, why: str | None) -> bool:
     """Write why a panel has no data in its middle; True when it is empty."""
     if not why:

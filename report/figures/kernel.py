@@ -3,7 +3,7 @@ the capture's bytes in flight beside them and the congestion states shaded;
 RTT samples with the kernel's srtt; the RTO over time with its timeouts."""
 from __future__ import annotations
 
-from . import band, color, empty, finish, panels
+from . import band, color, empty, finish, one_panel, panels
 
 # the states that change cwnd; Disorder (SACKs or duplicate ACKs seen, cwnd
 # kept) would cover most of a run with SACK and is left unshaded
@@ -42,33 +42,27 @@ def draw_cwnd(doc: dict):
 
 
 def draw_rtt(doc: dict):
-    fig, axes = panels(1, height_in=4.5)
-    ax = axes[0]
-    if not empty(ax, doc["empty"]):
+    def paint(ax):
         for i, f in enumerate(doc["senders"]):
             band(ax, f["samples"], i, f"{f['label']}: RTT samples (capture)",
                  linestyle="none", marker=".", markersize=2)
             band(ax, f["srtt"], i, f"{f['label']}: srtt (tcp_probe)", linestyle="--")
-    ax.set_ylabel("RTT (ms)")
-    finish(fig, axes, doc, "Round-trip time")
-    return fig
+    return one_panel(doc, "Round-trip time", "RTT (ms)", paint)
 
 
 def draw_rto(doc: dict):
-    fig, axes = panels(1, height_in=4.5)
-    ax = axes[0]
-    if not empty(ax, doc["empty"]):
+    def paint(ax):
         for i, f in enumerate(doc["senders"]):
             band(ax, f["rto"], i, f"{f['label']}: RTO (tcp_probe)")
-            if f["timeouts"]:
-                what = "timeouts" if f["source"] == "tcp_probe" else \
-                    "timeouts (silence before the resend)"
-                ax.plot([t for t, _, _ in f["timeouts"]], [ms for _, ms, _ in f["timeouts"]],
-                        "x", color=color(i), markersize=8, label=f"{f['label']}: {what}")
-                for t, ms, backoff in f["timeouts"]:
-                    if backoff > 1:
-                        ax.annotate(f"\u00d72^{backoff - 1}", (t, ms), fontsize="x-small",
-                                    xytext=(3, 3), textcoords="offset points")
-    ax.set_ylabel("retransmission timeout (ms)")
-    finish(fig, axes, doc, "Retransmission timeout (x: a timeout; \u00d72^k: its backoff)")
-    return fig
+            if not f["timeouts"]:
+                continue
+            what = "timeouts" if f["source"] == "tcp_probe" else \
+                "timeouts (silence before the resend)"
+            ax.plot([t for t, _, _ in f["timeouts"]], [ms for _, ms, _ in f["timeouts"]],
+                    "x", color=color(i), markersize=8, label=f"{f['label']}: {what}")
+            for t, ms, backoff in f["timeouts"]:
+                if backoff > 1:
+                    ax.annotate(f"\u00d72^{backoff - 1}", (t, ms), fontsize="x-small",
+                                xytext=(3, 3), textcoords="offset points")
+    return one_panel(doc, "Retransmission timeout (x: a timeout; \u00d72^k: its backoff)",
+                     "retransmission timeout (ms)", paint)

@@ -2,13 +2,15 @@
 schedule and iperf3's own reports; Jain's index per interval."""
 from __future__ import annotations
 
-from . import color, empty, finish, panels
+from . import color, one_panel
+
+
+def _per_bin(doc: dict) -> str:
+    return f"per {doc['bin_s'] * 1e3:g} ms"
 
 
 def draw_throughput(doc: dict):
-    fig, axes = panels(1, height_in=4.5)
-    ax = axes[0]
-    if not empty(ax, doc["empty"]):
+    def paint(ax):
         for i, f in enumerate(doc["senders"]):
             rows = f["goodput"]
             ax.plot([t for t, _ in rows], [b / 1e6 for _, b in rows], color=color(i),
@@ -25,22 +27,18 @@ def draw_throughput(doc: dict):
             ax.step(ts, rates + rates[-1:], where="post", color="black", linestyle="--",
                     linewidth=1, label="bottleneck rate")
         ax.set_ylim(bottom=0)
-    ax.set_ylabel(f"goodput (Mbit/s)\nper {doc['bin_s'] * 1e3:g} ms")
-    finish(fig, axes, doc, "Throughput")
-    return fig
+    return one_panel(doc, "Throughput", f"goodput (Mbit/s)\n{_per_bin(doc)}", paint)
 
 
 def draw_fairness(doc: dict):
-    fig, axes = panels(1, height_in=3.8)
-    ax = axes[0]
-    if not empty(ax, doc["empty"]):
+    n = len(doc["labels"])
+
+    def paint(ax):
         rows = doc["jain"]
         ax.plot([t for t, _ in rows], [j for _, j in rows], color="C0",
                 drawstyle="steps-post", label="Jain's index over " + ", ".join(doc["labels"]))
         ax.axhline(1.0, color="0.5", linewidth=0.8)
-        ax.axhline(1 / len(doc["labels"]), color="0.5", linewidth=0.8, linestyle=":",
-                   label=f"1/n = {1 / len(doc['labels']):.2f}: one flow has it all")
+        ax.axhline(1 / n, color="0.5", linewidth=0.8, linestyle=":",
+                   label=f"1/n = {1 / n:.2f}: one flow has it all")
         ax.set_ylim(0, 1.05)
-    ax.set_ylabel(f"Jain's index\nper {doc['bin_s'] * 1e3:g} ms")
-    finish(fig, axes, doc, "Fairness")
-    return fig
+    return one_panel(doc, "Fairness", f"Jain's index\n{_per_bin(doc)}", paint, height_in=3.8)
