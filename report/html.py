@@ -14,7 +14,8 @@ from .runs import RUN_COLUMNS, flow_row, run_title, summary_lines
 from .tables import CONN_COLUMNS, conn_rows
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em;
+       max-width: 1100px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0 1em; }
 td, th { padding: 0.2em 0.6em; border-bottom: 1px solid #eee; text-align: right; }

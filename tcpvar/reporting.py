@@ -53,7 +53,8 @@ def _run_facts(s: dict) -> dict:
             "buffer": (p.get("buffer") or {}).get("text"), "shaper": p.get("shaper"),
             "schedule": p.get("schedule") or None,
             "tools": "; ".join(f"{k}: {v}" for k, v in (m.get("tools") or {}).items()),
-            "sysctls": "; ".join(f"{k}={v}" for k, v in (m.get("sysctls") or {}).items()),
+            "sysctls": "; ".join(f"{k}={v}" for k, v in (m.get("sysctls") or {}).items()
+                                 if v is not None),      # None: not in this kernel
             "tcp_probe": (m.get("probe") or {}).get("reason"),
             "capture drops": m.get("capture_drops"), "folder": s["dir"]}
 
