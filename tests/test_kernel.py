@@ -261,21 +261,34 @@ def test_ngwa_values_bounded_by_the_queues(guest_ngwa, kstore):
     assert "lowered 0 " not in guest_ngwa["ngwa"]["r1_stats"]
 
 
-def test_receiver_window_clamped_to_ngwa(guest_ngwa):
-    # from the receiver's tcp_probe events, per socket: the window it last
-    # advertised (rcv_wnd) never exceeds the NGWA window it kept, beyond the
-    # floor of two segments and the window-scale rounding (README.md)
-    by_sock: dict[str, list] = {}
-    for e in guest_ngwa["ngwa"]["probe_rcv"]:
-        by_sock.setdefault(e["sock_cookie"], []).append(e)
+def test_receiver_window_clamped_to_ngwa(guest_ngwa, kstore):
+    """Every window the receiver advertised stays within the NGWA window it
+    held when it built that ACK (mode 1: the value of the last data segment it
+    processed), beyond the floor of two segments and the window-scale unit.
+    From the receiver's capture, where segments are taken in the order the
+    stack processes them: the value in force is that of a data segment from
+    the one the ACK acknowledges up to the ACK itself."""
+    doc = analyze_capture(kstore, str(guest_ngwa["out"] / "ngwa_rcv.pcap"), AnalyzeOptions())
+    rows = kstore.con.execute(
+        "SELECT p.dir = CASE WHEN c.a_addr = '10.0.1.1' THEN 0 ELSE 1 END, p.seq + p.len, "
+        "p.len, p.ack, p.win, p.flags, p.ngwa_window FROM packets p "
+        "JOIN connections c USING (capture_id, conn) WHERE p.capture_id = $1 AND p.conn = "
+        "(SELECT conn FROM connections WHERE capture_id = $1 ORDER BY packets DESC LIMIT 1) "
+        "ORDER BY p.frame", [doc["capture_id"]]).fetchall()
+    values: list[int] = []                  # NGWA windows of the data, as they arrived
+    ending: dict[int, int] = {}             # sequence end -> its last segment's index
     checked = 0
-    for ev in by_sock.values():
-        for prev, cur in zip(ev, ev[1:]):
-            if not prev["ngwa_window"]:
-                continue
-            allowed = max(prev["ngwa_window"], cur["ngwa_window"], 2 * 1448) + 128
-            assert cur["rcv_wnd"] <= allowed, (prev, cur)
-            checked += 1
+    for from_sender, end, length, ack, win, flags, ngwa in rows:
+        if from_sender:
+            if length and ngwa not in (None, UNSET):
+                ending[end] = len(values)
+                values.append(ngwa)
+            continue
+        if flags & 2 or ack not in ending:
+            continue                        # the SYN-ACK, or nothing NGWA yet
+        in_force = values[ending[ack]:]
+        assert win <= max(max(in_force), 2 * 1448) + 128, (ack, win, in_force)
+        checked += 1
     assert checked > 100
     assert guest_ngwa["ngwa"]["netstat_rcv"]["TcpExtNGWARcvOption"] > 100
 
