@@ -21,7 +21,7 @@ from tcpvar.analyzers.figures import KINDS
 @click.option("--bin", "bin_ms", type=click.FloatRange(min=0.001, max=3_600_000),
               metavar="MS", help="Bin width of throughput and fairness "
                                  "[default: the flows' RTT, rounded up]")
-@click.option("--dpi", default=150, show_default=True, type=click.IntRange(30, 1200),
+@click.option("--dpi", default=150, show_default=True, type=click.IntRange(30, 1200), metavar="N",
               help="Resolution of a PNG (SVG and PDF are vector drawings).")
 @click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
               type=click.Path(), help="DuckDB store to read (and to store TARGET into).")
