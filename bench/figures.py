@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-import run as bench   # bench/run.py: measuring, machine facts, RESULTS.md sections
+import run as bench  # bench/run.py: measuring, machine facts, RESULTS.md sections
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("tsg", "cwnd", "throughput", "rtt", "rto", "fairness", "ngwa", "window")

@@ -46,7 +46,6 @@ def _png(doc: dict) -> bytes:
     fig = figures.draw(doc)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
-    figures.close(fig)
     return buf.getvalue()
 
 

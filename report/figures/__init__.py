@@ -15,18 +15,13 @@ WIDTH_IN = 10           # 1500 px at 150 dpi: one time column of the data per pi
 DPI = 150
 
 
-def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 def panels(n: int, height_in: float = 3.2):
-    """A figure of @n panels sharing the time axis."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(n, 1, sharex=True, squeeze=False, constrained_layout=True,
-                             figsize=(WIDTH_IN, 1.2 + height_in * n))
+    """A figure of @n panels sharing the time axis (a bare Figure: pyplot's
+    state and its import are not needed to draw into a file)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(WIDTH_IN, 1.2 + height_in * n), layout="constrained")
+    axes = fig.subplots(n, 1, sharex=True, squeeze=False)
     return fig, list(axes[:, 0])
 
 
@@ -100,10 +95,6 @@ def draw(doc: dict):
     return painters[doc["kind"]](doc)
 
 
-def close(fig) -> None:
-    _pyplot().close(fig)
-
-
 def check_format(path: str | Path) -> None:
     if Path(path).suffix.lower() not in FORMATS:
         raise UsageError(f"{path}: the figure's format follows its extension: "
@@ -117,7 +108,6 @@ def save(doc: dict, path: str | Path, dpi: int = DPI) -> Path:
     fig = draw(doc)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, metadata=_metadata(path))
-    close(fig)
     return path
 
 
