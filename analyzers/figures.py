@@ -226,18 +226,34 @@ def _tsg(con, s: Subject, w: Window, _bin) -> dict:
             "empty": None if marks else "no packets of this connection in the window"}
 
 
-def _pcap_columns(con, capture_id, conn: int, direction: int, s: Subject, w: Window):
-    cur = con.execute(sql("fig_pcap_columns"), {"capture_id": capture_id, "conn": conn,
-                                                "dir": direction, **w.params(s.origin_ns)})
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+def _pcap_columns(con, capture_id, senders: list[tuple[int, int]], s: Subject,
+                  w: Window) -> dict[tuple[int, int], list[dict]]:
+    """The decimated packet series of the senders (conn, dir): one scan."""
+    cur = con.execute(sql("fig_pcap_columns"), {
+        "capture_id": capture_id, "conns": [c for c, _ in senders],
+        "dirs": [d for _, d in senders], **w.params(s.origin_ns)})
+    return _rows_by(cur, 2)
 
 
-def _probe_columns(con, s: Subject, flow: int, w: Window):
-    cur = con.execute(sql("fig_probe_columns"), {"run_id": s.run_id, "flow": flow,
+def _probe_columns(con, s: Subject, w: Window) -> dict[int, list[dict]]:
+    """The decimated tcp_probe series of the senders' flows: one scan."""
+    flows = [x.flow for x in s.senders if x.flow]
+    if not (s.probe and flows):
+        return {}
+    cur = con.execute(sql("fig_probe_columns"), {"run_id": s.run_id, "flows": flows,
                                                  **w.params(s.origin_ns)})
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r)) for r in cur.fetchall()]
+    return _rows_by(cur, 1)
+
+
+def _rows_by(cur, keys: int) -> dict[tuple, list[dict]]:
+    """Rows as dicts, grouped by their first @keys columns (the key a tuple
+    of them, or the one value)."""
+    names = [d[0] for d in cur.description][keys:]
+    out: dict = {}
+    for r in cur.fetchall():
+        key = tuple(r[:keys]) if keys > 1 else r[0]
+        out.setdefault(key, []).append(dict(zip(names, r[keys:])))
+    return out
 
 
 def _series(rows: list[dict], *names: str) -> list[tuple]:
@@ -267,13 +283,15 @@ def _no_probe(s: Subject) -> str:
 
 
 def _cwnd(con, s: Subject, w: Window, _bin) -> dict:
+    pcaps = _pcap_columns(con, s.capture_id, [(x.conn, x.dir) for x in s.senders], s, w)
+    probes = _probe_columns(con, s, w)
+    end = (w.t1_ns - s.origin_ns) / 1e9
     out = []
     for x in s.senders:
-        pcap = _pcap_columns(con, s.capture_id, x.conn, x.dir, s, w)
+        pcap = pcaps.get((x.conn, x.dir), [])
         mss = one(con, "SELECT segment_max FROM conn_stats WHERE capture_id = $1 AND conn = $2 "
                        "AND dir = $3", [s.capture_id, x.conn, x.dir])[0]
-        probe = _probe_columns(con, s, x.flow, w) if s.probe and x.flow else []
-        end = (w.t1_ns - s.origin_ns) / 1e9
+        probe = probes.get(x.flow, [])
         out.append({"label": x.label, "mss": mss,
                     "in_flight": _series(pcap, "inflight_max"),
                     "cwnd": _series(probe, "cwnd_min", "cwnd_max"),
@@ -286,10 +304,12 @@ def _cwnd(con, s: Subject, w: Window, _bin) -> dict:
 
 
 def _rtt(con, s: Subject, w: Window, _bin) -> dict:
+    pcaps = _pcap_columns(con, s.capture_id, [(x.conn, x.dir) for x in s.senders], s, w)
+    probes = _probe_columns(con, s, w)
     out = []
     for x in s.senders:
-        pcap = _pcap_columns(con, s.capture_id, x.conn, x.dir, s, w)
-        probe = _probe_columns(con, s, x.flow, w) if s.probe and x.flow else []
+        pcap = pcaps.get((x.conn, x.dir), [])
+        probe = probes.get(x.flow, [])
         out.append({"label": x.label, "samples": _series(pcap, "rtt_min_ms", "rtt_max_ms"),
                     "srtt": _series(probe, "srtt_min_ms", "srtt_max_ms")})
     return {"senders": out,
@@ -301,10 +321,11 @@ def _rto(con, s: Subject, w: Window, _bin) -> dict:
     """The kernel's RTO over time (tcp_probe) with its timeouts, or for a
     capture the timeouts tcpvar inferred, with the silence that ended each
     (the timer's value). Fast retransmits are not timeouts: left out."""
+    probes = _probe_columns(con, s, w)
     out = []
     for x in s.senders:
         if s.probe and x.flow:
-            rto = _series(_probe_columns(con, s, x.flow, w), "rto_min_ms", "rto_max_ms")
+            rto = _series(probes.get(x.flow, []), "rto_min_ms", "rto_max_ms")
             timeouts = con.execute(
                 "SELECT (ts_ns - $origin) / 1e9, rto_ms, max_backoff FROM probe_timeouts "
                 "WHERE run_id = $run AND flow = $flow AND ts_ns BETWEEN $t0 AND $t1 "
@@ -395,12 +416,14 @@ def _windows(con, s: Subject, w: Window, ngwa: bool) -> list[dict]:
     """Per sender: its receiver's advertised window and the data outstanding
     (the subject's capture), and the NGWA window its packets carried past
     the bottleneck (a run's bottleneck capture, where the router wrote it)."""
+    pcaps = _pcap_columns(con, s.capture_id, [(x.conn, x.dir) for x in s.senders], s, w)
+    routed = [x.bottleneck for x in s.senders if x.bottleneck]
+    by_router = ngwa and s.bottleneck_id is not None
+    ngwa_pcaps = _pcap_columns(con, s.bottleneck_id, routed, s, w) if by_router else {}
     out = []
     for x in s.senders:
-        rows = _pcap_columns(con, s.capture_id, x.conn, x.dir, s, w)
-        ngwa_rows = rows
-        if ngwa and s.bottleneck_id is not None and x.bottleneck:
-            ngwa_rows = _pcap_columns(con, s.bottleneck_id, *x.bottleneck, s, w)
+        rows = pcaps.get((x.conn, x.dir), [])
+        ngwa_rows = ngwa_pcaps.get(x.bottleneck, []) if by_router and x.bottleneck else rows
         out.append({"label": x.label, "advertised": _series(rows, "win_min", "win_max"),
                     "ngwa": _series(ngwa_rows, "ngwa_min"),
                     "in_flight": _series(rows, "inflight_max")})

@@ -13,16 +13,35 @@ from tcpvar.errors import UsageError
 FORMATS = (".png", ".svg", ".pdf")
 WIDTH_IN = 10           # 1500 px at 150 dpi: one time column of the data per pixel
 DPI = 150
+TALL_IN = 16            # panels get lower beyond this height (many senders)
+LEGEND_INSIDE = 8       # entries a legend may have inside its panel
 
 
 def panels(n: int, height_in: float = 3.2):
     """A figure of @n panels sharing the time axis (a bare Figure: pyplot's
-    state and its import are not needed to draw into a file)."""
+    state and its import are not needed to draw into a file). One panel is
+    laid out by matplotlib's constrained layout; several get fixed margins
+    (finish() sets them): constrained layout measures every tick label of
+    every panel, twice, and took most of a 12-panel figure's time."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(WIDTH_IN, 1.2 + height_in * n), layout="constrained")
+    height_in = max(min(height_in, TALL_IN / n), 1.8)
+    fig = Figure(figsize=(WIDTH_IN, 1.2 + height_in * n),
+                 layout="constrained" if n == 1 else None)
     axes = fig.subplots(n, 1, sharex=True, squeeze=False)
     return fig, list(axes[:, 0])
+
+
+def _margins(fig, title_lines: int) -> None:
+    """Fixed margins of a figure of several panels, in inches: the y tick
+    labels and label on the left, the title on top, a panel's own title
+    between panels, the time axis below."""
+    width, height = fig.get_size_inches()
+    n = len(fig.axes)
+    top_in = 0.45 + 0.2 * title_lines     # and the first panel's own title
+    panel_in = (height - top_in - 0.55 - 0.4 * (n - 1)) / n
+    fig.subplots_adjust(left=0.95 / width, right=1 - 0.2 / width, bottom=0.55 / height,
+                        top=1 - top_in / height, hspace=0.4 / panel_in)
 
 
 def one_panel(doc: dict, what: str, ylabel: str, paint, height_in: float = 4.5):
@@ -56,10 +75,19 @@ def finish(fig, axes, doc: dict, what: str) -> None:
     if doc.get("others"):
         title += f"\n({doc['others']} smaller connection{'s' if doc['others'] != 1 else ''} "
         title += "left out: choose with --conn)"
-    fig.suptitle(f"{what}\n{title}", fontsize="medium")
+    suptitle = fig.suptitle(f"{what}\n{title}", fontsize="medium")
+    if fig.get_layout_engine() is None:
+        suptitle.set_y(1 - 0.1 / fig.get_size_inches()[1])
+        _margins(fig, title.count("\n") + 2)
     for ax in axes:
         ax.grid(True, alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
+        handles, labels = ax.get_legend_handles_labels()
+        if len(handles) > LEGEND_INSIDE and len(axes) == 1:
+            # many flows: a legend inside would hide the data (and "best"
+            # costs a pass over every point per candidate place)
+            fig.legend(handles, labels, loc="outside lower center", ncols=2,
+                       fontsize="small")
+        elif handles:
             ax.legend(loc="best", fontsize="small")
     axes[-1].set_xlim(doc["from_s"], doc["to_s"])
     axes[-1].set_xlabel("time (s)")

@@ -35,8 +35,9 @@ def draw_fairness(doc: dict):
 
     def paint(ax):
         rows = doc["jain"]
+        over = ", ".join(doc["labels"]) if n <= 3 else f"the {n} flows"
         ax.plot([t for t, _ in rows], [j for _, j in rows], color="C0",
-                drawstyle="steps-post", label="Jain's index over " + ", ".join(doc["labels"]))
+                drawstyle="steps-post", label=f"Jain's index over {over}")
         ax.axhline(1.0, color="0.5", linewidth=0.8)
         ax.axhline(1 / n, color="0.5", linewidth=0.8, linestyle=":",
                    label=f"1/n = {1 / n:.2f}: one flow has it all")
