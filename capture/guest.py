@@ -13,8 +13,7 @@ from pathlib import Path
 from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TcpvarError
 
-from .params import RunParams
-from .runner import Run
+from .session import run_of
 
 TRACEFS = "/sys/kernel/tracing"
 
@@ -37,13 +36,11 @@ def main(spec_path: str) -> int:
     if spec.get("path"):
         os.environ["PATH"] = os.pathsep.join([*spec["path"], os.environ.get("PATH", "")])
     say("ready", kernel=os.uname().release)
-    params = RunParams.from_json(spec["params"])
     for run in spec["runs"]:
         run_dir = Path(run["dir"])
         if (run_dir / layout.STOP_FILE).exists():
             break
-        exp = Run(params, run_dir, run["tag"], run["repetition"], backend="vm",
-                  progress=lambda event: say("progress", **event.to_json()))
+        exp = run_of(run, "vm", lambda event: say("progress", **event.to_json()))
         try:
             manifest = exp.execute()
         except TcpvarError as exc:      # refused before anything was set up

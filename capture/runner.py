@@ -76,8 +76,9 @@ class Run:
     """One run: `execute()` returns the manifest it wrote."""
 
     def __init__(self, params: RunParams, out_dir: Path, tag: str, repetition: int = 1,
-                 backend: str = "netns", progress=None):
+                 backend: str = "netns", progress=None, study: dict | None = None):
         self.params = params
+        self.study = study              # a study's run: its name, cell, index of n
         self.dir = Path(out_dir)
         self.tag = tag
         self.repetition = repetition
@@ -268,7 +269,10 @@ class Run:
 
     # -- bookkeeping -----------------------------------------------------------
     def _phase(self, phase: str) -> None:
-        self.progress(Progress(phase, data={"repetition": self.repetition}))
+        data = {"repetition": self.repetition}
+        if self.study:
+            data["study"] = self.study
+        self.progress(Progress(phase, data=data))
 
     def _manifest_head(self) -> dict:
         return {
@@ -282,6 +286,7 @@ class Run:
                        "src_addr": fe.src, "src_port": fe.sport,
                        "dst_addr": fe.dst, "dst_port": fe.dport} for fe in self.flows],
             "tools": tool_versions(),
+            **({"study": {k: self.study[k] for k in ("name", "cell")}} if self.study else {}),
         }
 
     def _sysctls(self) -> dict:

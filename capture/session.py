@@ -1,7 +1,7 @@
-"""capture's one entry: a session of runs. Parameters, backend, kernel, out
-dir and progress in; run folders out. It chooses the backend, checks once
-that the kernel offers the congestion controls, and runs the repetitions on
-the host or in one micro-VM boot.
+"""capture's one entry: a session of runs. Parameters (or a study's plan of
+runs), backend, kernel, out dir and progress in; run folders out. It
+chooses the backend, checks once that the kernel offers the congestion
+controls, and runs the repetitions on the host or in one micro-VM boot.
 
     session = capture(SessionRequest(params), progress)
     session.run_dirs        # the folders the runs wrote (artefacts.run_folder)
@@ -9,6 +9,7 @@ the host or in one micro-VM boot.
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,12 +24,27 @@ from .testbed import new_tag
 
 
 @dataclass
-class SessionRequest:
+class PlannedRun:
+    """One run of a session: its parameters and repetition, and for a
+    study's run the study's name and the run's cell (tcpvar/study.py)."""
     params: RunParams
+    repetition: int = 1
+    study: dict | None = None        # {"name", "cell", "index", "of"}
+
+
+@dataclass
+class SessionRequest:
+    params: RunParams                # the runs' parameters (a plan's first run's)
     backend: str = "auto"
     kernel: str | None = None        # None: the host's (netns) or Debian's stock (vm)
     out_dir: Path = Path("runs")
     boot_timeout_s: float = 180.0
+    plan: list[PlannedRun] | None = None     # None: params' repetitions
+
+    def planned(self) -> list[PlannedRun]:
+        if self.plan is not None:
+            return self.plan
+        return [PlannedRun(self.params, r) for r in range(1, self.params.repeat + 1)]
 
 
 @dataclass
@@ -44,21 +60,26 @@ def capture(req: SessionRequest, progress) -> Session:
     """Run the session. A request that cannot be served raises before
     anything starts; a failure once runs have started is kept in
     Session.failure, so the caller can still store what they wrote."""
-    params = req.params
-    chosen, reason = backends.choose(req.backend, params, req.kernel)
+    plan = req.planned()
+    chosen, reason = _backend(req, plan)
     progress(Progress(f"backend {chosen}: {reason}"))
     session = Session(chosen, reason)
     out_dir = Path(req.out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     tag = new_tag()
-    ccs = [f.cc for f in params.flow_plan()]
-    runs = [{"dir": str(out_dir / layout.folder_name(params.mode, ccs, tag, r)),
-             "tag": f"{tag}{r}", "repetition": r} for r in range(1, params.repeat + 1)]
+    runs = []
+    for i, p in enumerate(plan, 1):
+        ccs = [f.cc for f in p.params.flow_plan()]
+        # a study's runs are numbered through the session, a run's repetitions by themselves
+        n = i if req.plan is not None else p.repetition
+        runs.append({"dir": str(out_dir / layout.folder_name(p.params.mode, ccs, tag, n)),
+                     "tag": f"{tag}{n}", "repetition": p.repetition,
+                     "params": p.params.to_json(), "study": p.study})
     try:
         if chosen == "netns":
-            _on_host(params, runs, progress)
+            _on_host(runs, progress)
         else:
-            _in_vm(req, runs, out_dir, tag, progress)
+            _in_vm(req, plan, runs, out_dir, tag, progress)
     except KeyboardInterrupt:
         session.interrupted = True
     except Exception as exc:    # kept: what the runs wrote is still worth storing
@@ -78,28 +99,43 @@ def check_variants(needed: list[str], offered: set[str] | None, kernel: str) -> 
                          f"kernel that has it with --kernel PATH)")
 
 
-def _on_host(params: RunParams, runs: list[dict], progress) -> None:
+def _backend(req: SessionRequest, plan: list[PlannedRun]) -> tuple[str, str]:
+    """One backend for every run of the session: the micro-VM when any run
+    needs it."""
+    distinct = {json.dumps(p.params.to_json(), sort_keys=True): p.params for p in plan}
+    choices = [backends.choose(req.backend, params, req.kernel)
+               for params in distinct.values()]
+    return next((c for c in choices if c[0] == "vm"), choices[0])
+
+
+def run_of(run: dict, backend: str, progress) -> Run:
+    """The Run of one entry of a session's runs (on the host or in the guest)."""
+    return Run(RunParams.from_json(run["params"]), Path(run["dir"]), run["tag"],
+               run["repetition"], backend=backend, progress=progress, study=run.get("study"))
+
+
+def _on_host(runs: list[dict], progress) -> None:
     for run in runs:
-        manifest = Run(params, Path(run["dir"]), run["tag"], run["repetition"],
-                              backend="netns", progress=progress).execute()
+        manifest = run_of(run, "netns", progress).execute()
         if manifest["status"] == "interrupted":
             raise KeyboardInterrupt
         if manifest["status"] != "complete":
             break
 
 
-def _in_vm(req: SessionRequest, runs: list[dict], out_dir: Path, tag: str, progress) -> None:
+def _in_vm(req: SessionRequest, plan: list[PlannedRun], runs: list[dict], out_dir: Path,
+           tag: str, progress) -> None:
     from . import kernels, probe, vm
 
-    params = req.params
-    kernel = kernels.resolve(req.kernel or ("patched" if params.needs_patched_kernel
-                                            else "stock"), progress)
-    check_variants(params.needed_ccs(), kernel.variants(), kernel.kind)
+    patched = any(p.params.needs_patched_kernel for p in plan)
+    kernel = kernels.resolve(req.kernel or ("patched" if patched else "stock"), progress)
+    check_variants(sorted({c for p in plan for c in p.params.needed_ccs()}),
+                   kernel.variants(), kernel.kind)
     probe.prepare()     # the guest sees the host's files read-only: build before boot
     for run in runs:
         Path(run["dir"]).mkdir(parents=True, exist_ok=True)
-    spec = {"params": params.to_json(), "runs": runs, "path": []}
-    if params.ngwa_mode is not None:
+    spec = {"runs": runs, "path": []}
+    if any(p.params.ngwa_mode is not None for p in plan):
         from .kernel_build import patched_tc
 
         # Debian's tc with the ngwa qdisc, first on the guest's PATH

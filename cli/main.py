@@ -14,6 +14,7 @@ from tcpvar import __version__
 from tcpvar.errors import ExitStatus, TcpvarError
 
 from .analyze import analyze
+from .compare import compare
 from .doctor import doctor
 from .kernel import kernel
 from .load import load
@@ -22,6 +23,7 @@ from .probe import probe
 from .query import query
 from .report import report
 from .run import run
+from .sweep import sweep
 from .wireshark import wireshark
 
 
@@ -41,6 +43,8 @@ def cli(ctx: click.Context, traceback: bool) -> None:
     Examples:
       tcpvar doctor
       tcpvar run --cc cubic --rtt 100
+      tcpvar sweep --name rtts --cc cubic,reno --rtt 50,100 --repeat 3
+      tcpvar compare --study rtts --by cc,rtt
       tcpvar load runs/20261121-130245-single-cubic-eeae5b-r1
       tcpvar analyze capture.pcapng
       tcpvar analyze --fairness --json run1.pcap
@@ -53,6 +57,7 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 
 
 cli.add_command(analyze)
+cli.add_command(compare)
 cli.add_command(doctor)
 cli.add_command(kernel)
 cli.add_command(load)
@@ -61,6 +66,7 @@ cli.add_command(probe)
 cli.add_command(query)
 cli.add_command(report)
 cli.add_command(run)
+cli.add_command(sweep)
 cli.add_command(wireshark)
 
 

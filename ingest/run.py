@@ -57,7 +57,9 @@ def load_run(store, run_dir: Path, progress=None) -> int:
                    probe_events=probe.get("events"), probe_lost=probe.get("lost"),
                    sender_capture=captures.get("sender"),
                    bottleneck_capture=captures.get("bottleneck"),
-                   tcpvar_version=m.get("tcpvar_version") or __version__)
+                   tcpvar_version=m.get("tcpvar_version") or __version__,
+                   study=(m.get("study") or {}).get("name"),
+                   cell=(m.get("study") or {}).get("cell"))
         for f in m.get("flows", []):
             _load_flow(c, run_id, run_dir, f, captures.get("sender"))
         qdiscs = qdisc_rows(run_id, run_dir)

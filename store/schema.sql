@@ -161,7 +161,9 @@ CREATE TABLE IF NOT EXISTS runs (
     probe_lost     BIGINT,              -- events the kernel or ring buffer dropped
     sender_capture INTEGER,             -- capture_id of the sender-side pcap
     bottleneck_capture INTEGER,         -- capture_id of the bottleneck pcap
-    tcpvar_version VARCHAR
+    tcpvar_version VARCHAR,
+    study          VARCHAR,             -- the study (tcpvar sweep) the run belongs to
+    cell           VARCHAR              -- its cell of the study: a digest of its params
 );
 
 -- One row per iperf3 flow of a run.
@@ -262,3 +264,6 @@ UPDATE probe_events e
 SET side = CASE WHEN e.sport = f.src_port THEN 'sender' ELSE 'receiver' END
 FROM flows f
 WHERE e.side IS NULL AND e.flow IS NOT NULL AND f.run_id = e.run_id AND f.flow = e.flow;
+-- stores written before studies: runs get their study and cell columns
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS study VARCHAR;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS cell VARCHAR;

@@ -1,0 +1,150 @@
+"""Tables across runs (`tcpvar compare`): the runs chosen by study or id,
+grouped by any of their parameters, and per group n, the mean and the 95 %
+confidence interval (Student's t, n - 1 degrees of freedom) of each metric
+of sql/run_metrics.sql. Only complete runs count: an interrupted or failed
+run is listed as left out, never averaged in."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+from tcpvar.errors import UsageError
+
+from .sqlfiles import sql
+
+METRICS = ("throughput_mbps", "goodput_mbps", "iperf3_mbps", "retransmissions", "rtt_ms",
+           "jain", "friendliness")
+
+
+def _schedule(p: dict) -> str:
+    return ",".join(f"{s['t_s']:g}:{s['bw_bps'] / 1e6:g}mbit" for s in p.get("schedule") or ())
+
+
+# a grouping key: the name of the run option (as `tcpvar run` and `sweep`
+# spell it) and its value in the stored params (docs/run.md)
+KEYS = {
+    "cc": lambda p: "+".join(p["ccs"]),
+    "rtt": lambda p: p["rtt_ms"],
+    "loss": lambda p: p["loss_pct"],
+    "bw": lambda p: f"{p['bw_bps'] / 1e6:g}mbit",
+    "buffer": lambda p: p["buffer"]["text"],
+    "duration": lambda p: p["duration_s"],
+    "flows": lambda p: p["flows"],
+    "mode": lambda p: p["mode"],
+    "start_gap": lambda p: p["start_gap_s"],
+    "bw_schedule": _schedule,
+    "shaper": lambda p: p["shaper"],
+    "ngwa": lambda p: p["ngwa_mode"],
+    "wbrto": lambda p: p["wbrto"],
+    "wbrto_unit": lambda p: p["wbrto_unit_ms"],
+    "seed": lambda p: p["seed"],
+}
+RUN_COLUMNS = ("study", "backend", "kernel")     # keys read from the runs table itself
+
+
+def parse_keys(text: str) -> list[str]:
+    keys = [k.strip().replace("-", "_") for k in text.split(",") if k.strip()]
+    known = [*KEYS, *RUN_COLUMNS]
+    for k in keys:
+        if k not in known:
+            raise UsageError(f"--by {k}: not a run option (one of {', '.join(known)})")
+    return keys
+
+
+def select_runs(con, studies: list[str], run_ids: list[int]) -> list[dict]:
+    """The runs of the studies and the ids (all runs when neither is given)."""
+    rows = con.execute(
+        "SELECT run_id, name, study, backend, kernel, status, params FROM runs "
+        "WHERE kind = 'run' AND (($studies = [] AND $ids = []) "
+        "  OR list_contains($studies, study) OR list_contains($ids, run_id)) "
+        "ORDER BY run_id", {"studies": studies, "ids": run_ids}).fetchall()
+    found = {r[2] for r in rows}
+    missing = [s for s in studies if s not in found]
+    if missing:
+        raise UsageError(f"the store has no run of study {missing[0]!r}")
+    missing_ids = sorted(set(run_ids) - {r[0] for r in rows})
+    if missing_ids:
+        raise UsageError(f"the store has no run {missing_ids[0]}")
+    names = ("run_id", "name", "study", "backend", "kernel", "status", "params")
+    out = [dict(zip(names, r)) for r in rows]
+    for r in out:
+        r["params"] = json.loads(r["params"]) if r["params"] else {}
+    return out
+
+
+def compare(con, runs: list[dict], keys: list[str]) -> dict:
+    """Per group of @keys: n, the runs, and per metric its mean and the
+    half-width of its 95 % confidence interval (None with one run)."""
+    done = [r for r in runs if r["status"] == "complete"]
+    metrics = _metrics(con, [r["run_id"] for r in done])
+    groups: dict[tuple, list[dict]] = {}
+    for r in done:
+        key = tuple(r[k] if k in RUN_COLUMNS else KEYS[k](r["params"]) for k in keys)
+        groups.setdefault(key, []).append(r)
+    out = []
+    for key, members in sorted(groups.items(), key=lambda kv: [_order(v) for v in kv[0]]):
+        ids = [r["run_id"] for r in members]
+        mean, ci = {}, {}
+        for m in METRICS:
+            mean[m], ci[m] = mean_ci95([metrics.get(i, {}).get(m) for i in ids])
+        out.append({"key": dict(zip(keys, key)), "n": len(ids), "runs": ids,
+                    "mean": mean, "ci95": ci})
+    return {"by": keys, "groups": out, "metrics": list(METRICS),
+            "left_out": [{"run_id": r["run_id"], "name": r["name"], "status": r["status"]}
+                         for r in runs if r["status"] != "complete"]}
+
+
+def _metrics(con, run_ids: list[int]) -> dict[int, dict]:
+    if not run_ids:
+        return {}
+    cur = con.execute(sql("run_metrics"), {"run_ids": run_ids})
+    names = [d[0] for d in cur.description]
+    return {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+
+
+def _order(v):
+    """Groups sort by their values, numbers as numbers, None first."""
+    return (v is not None, isinstance(v, str), v if v is not None else 0)
+
+
+def mean_ci95(values) -> tuple[float | None, float | None]:
+    """The mean of the values that are known, and the half-width of its 95 %
+    confidence interval: t(0.975, n - 1) * s / sqrt(n)."""
+    xs = [float(v) for v in values if v is not None]
+    if not xs:
+        return None, None
+    if len(xs) == 1:
+        return xs[0], None
+    return statistics.fmean(xs), t975(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
+
+
+def t975(df: int) -> float:
+    """Student's t quantile at 0.975 for @df degrees of freedom: the t with
+    P(|T| <= t) = 0.95, found by bisection on the closed form of that
+    probability for integer df (Abramowitz & Stegun 26.7.3-4)."""
+    lo, hi = 0.0, 1000.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if _central(mid, df) < 0.95:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _central(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with @df degrees of freedom."""
+    theta = math.atan(t / math.sqrt(df))
+    c2 = math.cos(theta) ** 2
+    if df % 2:          # odd: (2/pi) (theta + sin cos (1 + 2/3 c^2 + 2*4/(3*5) c^4 ...))
+        term, total = 1.0, 1.0 if df > 1 else 0.0
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        return 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
+    term, total = 1.0, 1.0    # even: sin (1 + 1/2 c^2 + 1*3/(2*4) c^4 ...)
+    for k in range(1, df // 2):
+        term *= c2 * (2 * k - 1) / (2 * k)
+        total += term
+    return math.sin(theta) * total

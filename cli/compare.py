@@ -1,0 +1,53 @@
+"""tcpvar compare: tables across runs, grouped by their parameters, with CIs."""
+from __future__ import annotations
+
+import click
+
+
+@click.command(short_help="Compare runs grouped by their parameters: means and 95 % CIs.")
+@click.option("--study", "studies", multiple=True, metavar="NAME",
+              help="The runs of a study (repeatable; default: every run in the store).")
+@click.option("--run", "run_ids", multiple=True, type=click.IntRange(min=1), metavar="ID",
+              help="A run by its id (repeatable).")
+@click.option("--by", "by", default="cc", show_default=True, metavar="KEY,...",
+              help="Parameters to group by: cc, rtt, loss, bw, buffer, duration, flows, mode, "
+                   "ngwa, wbrto, ... and study, backend, kernel.")
+@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
+              type=click.Path(dir_okay=False), help="DuckDB store to read.")
+@click.option("--json", "fmt", flag_value="json", help="Print JSON (docs/compare.md).")
+@click.option("--csv", "fmt", flag_value="csv", help="Print CSV, one row per group.")
+@click.option("--markdown", "fmt", flag_value="markdown", help="Print a Markdown table.")
+def compare(studies, run_ids, by, db_path, fmt):
+    """Group complete runs by parameters and give, per group, the number of
+    runs and the mean and 95 % confidence interval (Student's t) of
+    throughput, goodput, iperf3's rate, retransmitted packets, RTT, Jain's
+    index and friendliness against Reno. Interrupted and failed runs are
+    named and left out.
+
+    \b
+    Examples:
+      tcpvar compare --study rtts --by cc,rtt
+      tcpvar compare --study rtts --by cc --markdown
+      tcpvar compare --run 4 --run 5 --by kernel --json
+    """
+    from tcpvar.analyzers.compare import compare as group_runs
+    from tcpvar.analyzers.compare import parse_keys, select_runs
+    from tcpvar.report import compare as render
+    from tcpvar.report import export, terminal
+    from tcpvar.store import Store
+
+    keys = parse_keys(by)
+    Store(db_path, read_only=True).close()      # no such store: say so, create none
+    with Store(db_path) as store:               # older stores get the study columns
+        doc = group_runs(store.con, select_runs(store.con, list(studies), list(run_ids)), keys)
+    if fmt == "json":
+        terminal.data(export.to_json(doc))
+    elif fmt == "csv":
+        terminal.data(render.to_csv(doc))
+    elif fmt == "markdown":
+        terminal.data(render.markdown(doc))
+    else:
+        title = f"{', '.join(studies) or 'runs'} by {', '.join(keys)}"
+        terminal.show(render.table(doc, title))
+        for line in render.notes(doc):
+            terminal.note(line)

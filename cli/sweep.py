@@ -1,0 +1,108 @@
+"""tcpvar sweep: a study, the product of run options' values × repeats."""
+from __future__ import annotations
+
+import click
+
+from tcpvar.errors import ExitStatus
+
+
+def _listed(name: str, metavar: str, text: str):
+    return click.option(f"--{name.replace('_', '-')}", name, metavar=metavar, help=text)
+
+
+@click.command(short_help="Run a study: variants × scenarios × repeats, resumable.")
+@click.argument("study_file", required=False, type=click.Path(dir_okay=False))
+@click.option("--name", metavar="NAME", help="The study's name, its runs' tag in the store "
+                                             "(default: the study file's name).")
+@_listed("cc", "NAME[+NAME],...", "Variants: one run each; '+' joins a run's flows "
+                                  "(cubic+reno is one run of two flows).")
+@_listed("rtt", "MS,...", "Base round-trip times.")
+@_listed("loss", "PCT,...", "Random loss on the forward path, in percent.")
+@_listed("bw", "RATE,...", "Bottleneck rates (e.g. 10mbit,100mbit).")
+@_listed("buffer", "SIZE,...", "Bottleneck queues: packets, bytes or bdp multiples.")
+@_listed("duration", "S,...", "Lengths of the runs.")
+@_listed("flows", "N,...", "Numbers of flows.")
+@_listed("mode", "MODE,...", "single, fairness, friendliness.")
+@_listed("start_gap", "S,...", "Seconds between flow starts.")
+@_listed("bw_schedule", "T:RATE,...;...", "Bottleneck schedules, ';' between them.")
+@_listed("shaper", "htb|tbf,...", "Rate limiters of the bottleneck.")
+@_listed("ngwa", "MODE,...", "NGWA modes 1-8 (the patched kernel).")
+@_listed("wbrto", "SCALE,...", "WB-RTO scales: small, medium, wide (the patched kernel).")
+@_listed("wbrto_unit", "MS,...", "WB-RTO units.")
+@_listed("seed", "N,...", "Seeds of the runs' port choice.")
+@click.option("--repeat", type=click.IntRange(1, 1000), metavar="N",
+              help="Runs of every cell (default: the file's, else 1).")
+@click.option("--backend", default="auto", show_default=True,
+              type=click.Choice(["auto", "netns", "vm"]), help="As for tcpvar run.")
+@click.option("--kernel", metavar="stock|patched|PATH",
+              help="Kernel the vm backend boots (runs with --ngwa or --wbrto boot the "
+                   "patched one).")
+@click.option("--boot-timeout", default=180.0, show_default=True, type=float, metavar="S",
+              help="Give up on a micro-VM that has not booted by then.")
+@click.option("--out", "out_dir", default="runs", show_default=True,
+              type=click.Path(file_okay=False), help="Folder the run folders go into.")
+@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
+              type=click.Path(), help="DuckDB store to write into.")
+@click.option("--dry-run", is_flag=True,
+              help="List the study's runs and those the store holds; run none.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (docs/sweep.md).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+def sweep(study_file, name, repeat, backend, kernel, boot_timeout, out_dir, db_path, dry_run,
+          as_json, quiet, **given):
+    """Run a study: every combination of the options' values, each
+    repeated, every run a run of its own in the store, tagged with the
+    study's name.
+
+    Each option takes a comma-separated list of values; the options not
+    given keep tcpvar run's defaults. A study file (TOML, docs/sweep.md)
+    holds the same keys: a list sweeps, a single value is fixed; options
+    given beside it override its values. Runs already in the store (same
+    study, parameters and repetition, complete) are skipped, so running the
+    same study again resumes it; Ctrl-C keeps every finished run. The runs
+    of one kernel share one micro-VM boot.
+
+    \b
+    Examples:
+      tcpvar sweep --name rtts --cc cubic,reno --rtt 50,100 --repeat 3
+      tcpvar sweep --name mix --cc cubic+reno,bbr+reno --duration 60
+      tcpvar sweep studies/ngwa.toml --repeat 5
+      tcpvar compare --study rtts --by cc,rtt
+    """
+    from pathlib import Path
+
+    from tcpvar.report import compare, runs, terminal
+    from tcpvar.study import preview, study_from
+    from tcpvar.study import sweep as run_study
+
+    study = study_from(name, study_file, given, repeat)
+    if dry_run:
+        outcome = preview(db_path, study)
+    else:
+        with runs.LiveProgress(quiet=quiet) as progress:
+            outcome = run_study(db_path, study, backend, kernel, Path(out_dir), boot_timeout,
+                                progress)
+    entries = [{"cell": e.cell.values, "repetition": e.repetition, "skipped": e.skipped,
+                "variants": [f.cc for f in e.cell.params.flow_plan()],
+                "run_id": e.run_id, "status": (e.summary or {}).get("status"),
+                "name": (e.summary or {}).get("name"), "dir": (e.summary or {}).get("dir")}
+               for e in outcome.entries]
+    if as_json:
+        from tcpvar.report import export
+
+        terminal.data(export.to_json({"study": study.name, "repeat": study.repeat,
+                                      "sessions": outcome.backends, "runs": entries}))
+    else:
+        terminal.show(compare.sweep_table(study.name, entries, dry_run))
+        if not dry_run:
+            keys = ",".join(k for k, v in study.values.items() if len(v) > 1) or "study"
+            terminal.note(f"compare: tcpvar compare --db {db_path} --study {study.name} "
+                          f"--by {keys}")
+    if outcome.interrupted:
+        terminal.error("interrupted; the finished runs are stored: run the same sweep to resume")
+        return ExitStatus.INTERRUPTED
+    failed = [e for e in entries if e["status"] == "failed"]
+    if failed:
+        terminal.error(f"run {failed[0]['name']} failed; run the same sweep to retry what is "
+                       f"missing")
+        return ExitStatus.TESTBED
+    return ExitStatus.OK

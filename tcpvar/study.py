@@ -1,0 +1,283 @@
+"""Studies (`tcpvar sweep`): the product of values over run options ×
+repeats, each a run of its own in the store, tagged with the study's name
+and its cell (a digest of the run's parameters without the repetition).
+
+A study comes from command-line options (each a comma-separated list of
+values) or a study file (TOML: a list sweeps, a single value is fixed):
+
+    name = "cubic-vs-reno"
+    repeat = 3
+    cc = ["cubic", "reno"]
+    rtt = [50, 100]
+    duration = 20
+
+Within one value, "+" joins the variants of a run's flows: cc = "cubic+reno"
+is one run with a CUBIC and a Reno flow, cc = "cubic,reno" (or a list) two
+runs. Runs go sequentially, repetition by repetition (every cell once, then
+again), so a slow drift of the machine spreads over all cells; the runs of
+one kernel share one micro-VM boot. A run the store holds already (same
+study, cell and repetition, complete) is skipped, so an interrupted study
+resumes where it stopped."""
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tcpvar.analyzers.compare import KEYS
+from tcpvar.capture.params import RunParams, make_params
+from tcpvar.capture.session import PlannedRun
+from tcpvar.errors import InputError, UsageError
+from tcpvar.progress import Progress
+from tcpvar.store import Store
+
+# study key -> make_params keyword, the type of one value, the value of `tcpvar run`
+OPTIONS = {
+    "cc": ("cc", str, "cubic"),
+    "rtt": ("rtt_ms", float, 100.0),
+    "loss": ("loss_pct", float, 0.0),
+    "bw": ("bw", str, "20mbit"),
+    "buffer": ("buffer", str, "bdp"),
+    "duration": ("duration_s", float, 20.0),
+    "flows": ("flows", int, None),
+    "mode": ("mode", str, "single"),
+    "start_gap": ("start_gap_s", float, None),
+    "bw_schedule": ("schedule", str, None),
+    "shaper": ("shaper", str, "htb"),
+    "ngwa": ("ngwa", int, None),
+    "wbrto": ("wbrto", str, None),
+    "wbrto_unit": ("wbrto_unit_ms", int, 1000),
+    "seed": ("seed", int, 0),
+}
+assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
+
+
+@dataclass
+class Study:
+    name: str
+    values: dict[str, list]             # key -> its values, in the order given
+    repeat: int = 1
+
+
+@dataclass
+class Cell:
+    values: dict                        # the swept keys' values of this cell
+    params: RunParams
+    key: str                            # digest of the params without the repetition
+
+
+@dataclass
+class Entry:
+    """One run of the study: done before (skipped) or to run now."""
+    cell: Cell
+    repetition: int
+    run_id: int | None = None           # once stored
+    skipped: bool = False
+    summary: dict | None = None
+    index: int = 0                      # k of the n runs to run now
+
+
+@dataclass
+class SweepOutcome:
+    study: Study
+    entries: list[Entry]
+    backends: list[dict] = field(default_factory=list)   # per session: backend, reason
+    interrupted: bool = False
+
+
+# --- defining a study -------------------------------------------------------
+
+def study_from(name: str | None, file: str | None, given: dict[str, str | None],
+               repeat: int | None) -> Study:
+    """A study from a file and/or options; an option given overrides the
+    file's value of that key. @given holds comma-separated lists by key."""
+    doc: dict = _read_file(file) if file else {}
+    name = name or doc.pop("name", None) or (Path(file).stem if file else None)
+    doc.pop("name", None)
+    if not name:
+        raise UsageError("a study needs a name: --name NAME, or name = \"...\" in its file")
+    repeat = repeat or doc.pop("repeat", 1)
+    doc.pop("repeat", None)
+    values = {k: _as_list(k, v) for k, v in doc.items()}
+    for k, text in given.items():
+        if text is not None:
+            values[k] = [_one(k, v) for v in split(k, text)]
+    if not isinstance(repeat, int) or repeat < 1:
+        raise UsageError(f"repeat {repeat!r}: a study repeats every cell 1 or more times")
+    return Study(name, values, repeat)
+
+
+def _read_file(path: str) -> dict:
+    try:
+        doc = tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a study file (TOML): {exc}") from None
+    for k in doc:
+        if k not in OPTIONS and k not in ("name", "repeat"):
+            raise InputError(f"{path}: unknown key {k!r} (study keys: name, repeat, "
+                             f"{', '.join(OPTIONS)})")
+    return doc
+
+
+def _as_list(key: str, value) -> list:
+    """A file's value as a list: a list, or a text split as on the command line."""
+    values = value if isinstance(value, list) else split(key, str(value))
+    return [_one(key, v) for v in values]
+
+
+def split(key: str, text: str) -> list[str]:
+    """The values of an option: comma-separated, but ";" between bandwidth
+    schedules (a schedule's steps are comma-separated)."""
+    return [v for v in text.split(";" if key == "bw_schedule" else ",") if v.strip()]
+
+
+def _one(key: str, value):
+    kind = OPTIONS[key][1]
+    text = str(value).strip()
+    if key == "cc":
+        return text.replace("+", ",")   # "+" joins a run's flows; make_params reads ","
+    try:
+        return kind(text) if kind is not str else text
+    except ValueError:
+        raise UsageError(f"{key} = {text!r}: not a {kind.__name__}") from None
+
+
+def cells(study: Study) -> list[Cell]:
+    """The product of the study's values, the first key outermost; each cell
+    checked as `tcpvar run` checks its options."""
+    keys = list(study.values)
+    out = []
+    for combo in itertools.product(*(study.values[k] for k in keys)):
+        chosen = dict(zip(keys, combo))
+        kwargs = {kw: chosen.get(k, default) for k, (kw, _, default) in OPTIONS.items()}
+        try:
+            params = make_params(repeat=study.repeat, **kwargs)
+        except UsageError as exc:
+            raise UsageError(f"cell {_describe(chosen)}: {exc}") from None
+        shown = {k: v.replace(",", "+") if k == "cc" else v for k, v in chosen.items()}
+        out.append(Cell(shown, params, cell_key(params)))
+    return out
+
+
+def cell_key(params: RunParams) -> str:
+    d = params.to_json()
+    d.pop("repeat")
+    return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _describe(values: dict) -> str:
+    return " ".join(f"{k}={str(v).replace(',', '+')}" for k, v in values.items()) or "(one)"
+
+
+# --- running it ---------------------------------------------------------------
+
+def plan(store, study: Study) -> list[Entry]:
+    """Every run of the study, repetition by repetition; those the store
+    (None: no store yet) holds complete are marked skipped, with their run_id."""
+    done = {} if store is None else {
+            (c, r): {"run_id": i, "name": n, "dir": d, "status": "complete"}
+            for c, r, i, n, d in store.con.execute(
+                "SELECT cell, repetition, arg_max(run_id, run_id), arg_max(name, run_id), "
+                "arg_max(dir, run_id) FROM runs WHERE study = $1 AND status = 'complete' "
+                "GROUP BY ALL", [study.name]).fetchall()}
+    entries = []
+    grid = cells(study)
+    for rep in range(1, study.repeat + 1):
+        for cell in grid:
+            stored = done.get((cell.key, rep))
+            entries.append(Entry(cell, rep, stored and stored["run_id"],
+                                 skipped=stored is not None, summary=stored))
+    return entries
+
+
+def preview(db_path: str, study: Study) -> SweepOutcome:
+    """The study's runs, and which the store holds, without running any
+    (nor creating the store)."""
+    if not Path(db_path).exists():
+        return SweepOutcome(study, plan(None, study))
+    with Store(db_path) as store:
+        return SweepOutcome(study, plan(store, study))
+
+
+def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir: Path,
+          boot_timeout_s: float, progress) -> SweepOutcome:
+    """Run what the store lacks, one capture session per kernel (a stock and
+    a patched one boot once each); each session's runs are stored when it
+    ends, also when it ends in Ctrl-C or a failure."""
+    from tcpvar.run import RunRequest, execute
+
+    with Store(db_path) as store:
+        entries = plan(store, study)
+    todo = [e for e in entries if not e.skipped]
+    outcome = SweepOutcome(study, entries)
+    progress(Progress(f"study {study.name}: {len(entries)} runs, "
+                      f"{len(entries) - len(todo)} in the store already, {len(todo)} to run"))
+    for i, e in enumerate(todo, 1):
+        e.index = i
+    watch = _Eta(study.name, todo, progress)
+    for group in _by_kernel(todo):
+        planned = [PlannedRun(e.cell.params, e.repetition,
+                              {"name": study.name, "cell": e.cell.key, "index": e.index,
+                               "of": len(todo)}) for e in group]
+        req = RunRequest(planned[0].params, backend, kernel, out_dir, boot_timeout_s,
+                         plan=planned)
+        result = execute(db_path, req, watch)
+        outcome.backends.append({"backend": result.backend, "reason": result.reason})
+        by_key = {(s["params_cell"], s["repetition"]): s for s in
+                  (_with_cell(s) for s in result.summaries)}
+        for e in group:
+            s = by_key.get((e.cell.key, e.repetition))
+            if s is not None:
+                e.summary, e.run_id = s, s["run_id"]
+        if result.interrupted:
+            outcome.interrupted = True
+            break
+    return outcome
+
+
+def _with_cell(summary: dict) -> dict:
+    return {**summary, "params_cell": cell_key(RunParams.from_json(summary["params"]))}
+
+
+def _by_kernel(entries: list[Entry]) -> list[list[Entry]]:
+    """Runs that need the patched kernel apart from the others, order kept."""
+    groups: dict[bool, list[Entry]] = {}
+    for e in entries:
+        groups.setdefault(e.cell.params.needs_patched_kernel, []).append(e)
+    return list(groups.values())
+
+
+class _Eta:
+    """Passes a session's progress on, with a line when the next run of the
+    study starts: run k of n, its cell, and the time left at the pace of
+    the runs so far."""
+
+    def __init__(self, name: str, todo: list[Entry], progress):
+        self.name, self.todo, self.progress = name, todo, progress
+        self.current = 0
+        self.t0 = time.monotonic()
+
+    def __call__(self, event: Progress) -> None:
+        k = (event.data.get("study") or {}).get("index")
+        if k and k != self.current:
+            self.current = k
+            e = self.todo[k - 1]
+            self.progress(Progress(f"study {self.name}: run {k} of {len(self.todo)}: "
+                                   f"{_describe(e.cell.values)}, repetition {e.repetition}"
+                                   f"{self._left(k)}", done=k - 1, total=len(self.todo),
+                                   unit="runs"))
+        self.progress(event)
+
+    def _left(self, k: int) -> str:
+        if k == 1:
+            return ""
+        per_run = (time.monotonic() - self.t0) / (k - 1)
+        left = per_run * (len(self.todo) - k + 1)
+        return f" (about {left / 60:.0f} min left)" if left >= 90 else \
+            f" (about {left:.0f} s left)"

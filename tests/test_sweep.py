@@ -1,0 +1,167 @@
+"""`tcpvar sweep` and `tcpvar compare`: a small study in the micro-VM (2
+variants x 2 RTTs x 2 repeats of short runs), checked against the run
+folders' own artefacts (iperf3's JSON, the kernel's total_retrans in the
+tcp_probe record) and Student's t from the printed table; and the study's
+definition (options, files, bad input) without running it."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import tcpvar_main
+
+GRID = ("--name", "grid", "--cc", "cubic,reno", "--rtt", "20,40", "--repeat", 2,
+        "--duration", 3, "--bw", "10mbit", "--backend", "vm")
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 9: 2.262, 29: 2.045}  # printed t tables
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    r = tcpvar_main("sweep", *GRID, "--json", "-q", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    return tmp, json.loads(r.stdout)
+
+
+def _folder_truth(run_dir: Path) -> dict:
+    """What the run folder itself says: iperf3's rate (as its receiver
+    counted the bytes), and the final total_retrans of the sending socket as
+    tcp_probe recorded it."""
+    m = json.loads((run_dir / "manifest.json").read_text())
+    (flow,) = m["flows"]
+    iperf = json.loads((run_dir / "iperf-1.json").read_text())
+    with open(run_dir / "tcp_probe.csv") as f:
+        retrans = max(int(r["total_retrans"]) for r in csv.DictReader(f)
+                      if int(r["sport"]) == flow["src_port"])
+    return {"cc": flow["cc"], "rtt": m["params"]["rtt_ms"],
+            "iperf3_mbps": iperf["end"]["sum_received"]["bits_per_second"] / 1e6,
+            "retransmissions": retrans}
+
+
+def test_every_run_is_stored(study):
+    tmp, doc = study
+    runs = doc["runs"]
+    assert len(runs) == 8 and not any(r["skipped"] for r in runs)
+    assert all(r["status"] == "complete" for r in runs), runs
+    cells = {(r["cell"]["cc"], r["cell"]["rtt"], r["repetition"]) for r in runs}
+    assert cells == {(cc, rtt, rep) for cc in ("cubic", "reno") for rtt in (20.0, 40.0)
+                     for rep in (1, 2)}
+    con = duckdb.connect(str(tmp / "tcpvar.duckdb"), read_only=True)
+    stored = con.execute("SELECT run_id, dir, cell, repetition, status FROM runs "
+                         "WHERE study = 'grid' ORDER BY run_id").fetchall()
+    assert sorted(r["run_id"] for r in runs) == [s[0] for s in stored]
+    assert len({(s[2], s[3]) for s in stored}) == 8
+    for r in runs:
+        truth = _folder_truth(Path(r["dir"]))
+        assert (truth["cc"], truth["rtt"]) == (r["cell"]["cc"], r["cell"]["rtt"])
+
+
+def test_compare_means_and_cis(study):
+    tmp, doc = study
+    r = tcpvar_main("compare", "--study", "grid", "--by", "cc,rtt", "--json", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    truth: dict[tuple, list[dict]] = {}
+    for run in doc["runs"]:
+        t = _folder_truth(Path(run["dir"]))
+        truth.setdefault((t["cc"], t["rtt"]), []).append(t)
+    assert len(out["groups"]) == 4
+    for g in out["groups"]:
+        members = truth[(g["key"]["cc"], g["key"]["rtt"])]
+        assert g["n"] == len(members) == 2
+        for metric in ("iperf3_mbps", "retransmissions"):
+            xs = [m[metric] for m in members]
+            mean = sum(xs) / len(xs)
+            half = T975[len(xs) - 1] * statistics.stdev(xs) / math.sqrt(len(xs))
+            assert g["mean"][metric] == pytest.approx(mean, rel=1e-9), metric
+            assert g["ci95"][metric] == pytest.approx(half, rel=1e-4, abs=1e-9), metric
+
+
+def test_resuming_does_nothing(study):
+    tmp, doc = study
+    before = sorted(p.name for p in (tmp / "runs").iterdir())
+    r = tcpvar_main("sweep", *GRID, "--json", "-q", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    again = json.loads(r.stdout)
+    assert all(x["skipped"] for x in again["runs"]) and again["sessions"] == []
+    assert sorted(x["run_id"] for x in again["runs"]) == \
+        sorted(x["run_id"] for x in doc["runs"])
+    assert sorted(p.name for p in (tmp / "runs").iterdir()) == before
+    con = duckdb.connect(str(tmp / "tcpvar.duckdb"), read_only=True)
+    assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 8
+
+
+def test_compare_tables(study):
+    tmp, _ = study
+    md = tcpvar_main("compare", "--study", "grid", "--by", "cc", "--markdown", cwd=tmp)
+    lines = md.stdout.splitlines()
+    assert lines[0].startswith("| cc | n | throughput Mbit/s")
+    assert [ln.split(" | ")[1] for ln in lines[2:]] == ["4", "4"]
+    rows = list(csv.DictReader(tcpvar_main("compare", "--study", "grid", "--by", "rtt",
+                                           "--csv", cwd=tmp).stdout.splitlines()))
+    assert [r["rtt"] for r in rows] == ["20.0", "40.0"] and {r["n"] for r in rows} == {"4"}
+
+
+@pytest.mark.parametrize("df", sorted(T975))
+def test_t_quantile_matches_the_printed_table(df):
+    from tcpvar.analyzers.compare import t975
+
+    assert round(t975(df), 3) == T975[df]
+
+
+def _plan(tmp, *args):
+    r = tcpvar_main("sweep", *args, "--dry-run", "--json", "--db", tmp / "t.duckdb", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["runs"]
+
+
+def test_plus_joins_flows_comma_makes_runs(tmp_path):
+    runs = _plan(tmp_path, "--name", "s", "--cc", "cubic+reno,bbr", "--rtt", "20,40")
+    assert [(r["cell"]["cc"], r["variants"]) for r in runs] == [
+        ("cubic+reno", ["cubic", "reno"]), ("cubic+reno", ["cubic", "reno"]),
+        ("bbr", ["bbr"]), ("bbr", ["bbr"])]
+    assert not (tmp_path / "t.duckdb").exists()      # a dry run creates no store
+
+
+def test_study_file_and_options(tmp_path):
+    (tmp_path / "s.toml").write_text(
+        'name = "filed"\nrepeat = 2\ncc = ["cubic", "reno+cubic"]\n'
+        'bw_schedule = "0:10mbit,2:5mbit;0:10mbit"\nduration = 4\n')
+    runs = _plan(tmp_path, "s.toml")
+    assert len(runs) == 8
+    assert [r["repetition"] for r in runs] == [1] * 4 + [2] * 4   # every cell, then again
+    assert {r["cell"]["bw_schedule"] for r in runs} == {"0:10mbit,2:5mbit", "0:10mbit"}
+    runs = _plan(tmp_path, "s.toml", "--cc", "bbr", "--repeat", 1)   # options override
+    assert {r["cell"]["cc"] for r in runs} == {"bbr"} and len(runs) == 2
+
+
+@pytest.mark.parametrize("text, args, message", [
+    ("foo = 1\n", (), "unknown key 'foo'"),
+    ("cc = [\n", (), "not a study file (TOML)"),
+    ('cc = "cubic"\n', ("--rtt", "abc"), "rtt = 'abc': not a float"),
+    ('cc = "cubic"\n', ("--loss", "5,200"),
+     "cell cc=cubic loss=200.0: loss 200% is outside 0..100"),
+])
+def test_bad_study_is_one_line(tmp_path, text, args, message):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    r = tcpvar_main("sweep", path, *args, "--dry-run", cwd=tmp_path)
+    assert r.returncode != 0 and message in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_options_need_a_name(tmp_path):
+    r = tcpvar_main("sweep", "--cc", "cubic", "--dry-run", cwd=tmp_path)
+    assert r.returncode != 0 and "a study needs a name" in r.stderr
+
+
+def test_compare_bad_input(tmp_path):
+    r = tcpvar_main("compare", "--db", tmp_path / "none.duckdb", cwd=tmp_path)
+    assert r.returncode != 0 and "no such database" in r.stderr
+    assert not (tmp_path / "none.duckdb").exists()
