@@ -5,6 +5,8 @@ import click
 
 from tcpvar.errors import ExitStatus
 
+from .options import session_options
+
 
 @click.command(short_help="Run iperf3 flows over an emulated path; capture, probe, summarise.")
 @click.option("--cc", default="cubic", show_default=True, metavar="NAME[,NAME...]",
@@ -52,12 +54,7 @@ from tcpvar.errors import ExitStatus
 @click.option("--wbrto-unit", "wbrto_unit_ms", default=1000, show_default=True,
               type=click.IntRange(1, 60000), metavar="MS",
               help="WB-RTO's unit: the RTO is drawn in (srtt, c x a_i x unit].")
-@click.option("--boot-timeout", default=180.0, show_default=True, type=float, metavar="S",
-              help="Give up on a micro-VM that has not booted by then.")
-@click.option("--out", "out_dir", default="runs", show_default=True,
-              type=click.Path(file_okay=False), help="Folder the run folders go into.")
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(), help="DuckDB store to write into.")
+@session_options
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON (docs/run.md) instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")

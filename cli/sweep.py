@@ -5,6 +5,8 @@ import click
 
 from tcpvar.errors import ExitStatus
 
+from .options import session_options
+
 
 def _listed(name: str, metavar: str, text: str):
     return click.option(f"--{name.replace('_', '-')}", name, metavar=metavar, help=text)
@@ -37,12 +39,7 @@ def _listed(name: str, metavar: str, text: str):
 @click.option("--kernel", metavar="stock|patched|PATH",
               help="Kernel the vm backend boots (runs with --ngwa or --wbrto boot the "
                    "patched one).")
-@click.option("--boot-timeout", default=180.0, show_default=True, type=float, metavar="S",
-              help="Give up on a micro-VM that has not booted by then.")
-@click.option("--out", "out_dir", default="runs", show_default=True,
-              type=click.Path(file_okay=False), help="Folder the run folders go into.")
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(), help="DuckDB store to write into.")
+@session_options
 @click.option("--dry-run", is_flag=True,
               help="List the study's runs and those the store holds; run none.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (docs/sweep.md).")
