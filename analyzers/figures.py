@@ -19,6 +19,7 @@ from .sqlfiles import sql
 
 KINDS = ("tsg", "cwnd", "throughput", "rtt", "rto", "fairness", "ngwa", "window")
 COLUMNS = 1500              # time columns of a figure (its pixel width at 150 dpi)
+PANELS = 8                  # cwnd's panels (one per sender) unless --conn chose more
 CA_STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
 NO_NGWA = 4294967295
 
@@ -49,6 +50,7 @@ class Subject:
     probe: bool = False                 # the run has tcp_probe events of its senders
     ngwa: bool = False                  # NGWA was on, or the capture carries its option
     others: int = 0                     # connections left out by the default choice
+    chosen: bool = False                # the senders were named (--conn)
 
 
 @dataclass
@@ -89,7 +91,7 @@ def capture_subject(con, capture_id: int, name: str, conns: list[int] | None) ->
     ngwa = one(con, "SELECT count(ngwa_window) > 0 FROM packets WHERE capture_id = $1",
                [capture_id])[0]
     return Subject(name, title, capture_id, first, last, senders, ngwa=ngwa,
-                   others=len(everything) - n if not conns else 0)
+                   others=len(everything) - n if not conns else 0, chosen=bool(conns))
 
 
 def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
@@ -128,7 +130,7 @@ def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
     return Subject(name, _run_title(name, params, backend, kernel, rows),
                    sender_capture, first, last, senders, run_id=run_id,
                    bottleneck_id=bottleneck, rate=_rate(params, started, first), probe=probe,
-                   ngwa=params.get("ngwa_mode") is not None)
+                   ngwa=params.get("ngwa_mode") is not None, chosen=bool(picked))
 
 
 def _bottleneck_conn(con, capture_id, sport: int, dport: int):
@@ -283,21 +285,23 @@ def _no_probe(s: Subject) -> str:
 
 
 def _cwnd(con, s: Subject, w: Window, _bin) -> dict:
-    pcaps = _pcap_columns(con, s.capture_id, [(x.conn, x.dir) for x in s.senders], s, w)
+    shown = s.senders if s.chosen else s.senders[:PANELS]
+    pcaps = _pcap_columns(con, s.capture_id, [(x.conn, x.dir) for x in shown], s, w)
     probes = _probe_columns(con, s, w)
+    mss = dict(((c, d), m) for c, d, m in con.execute(
+        "SELECT conn, dir, seg_max FROM dir_counters WHERE capture_id = $1",
+        [s.capture_id]).fetchall())
     end = (w.t1_ns - s.origin_ns) / 1e9
     out = []
-    for x in s.senders:
+    for x in shown:
         pcap = pcaps.get((x.conn, x.dir), [])
-        mss = one(con, "SELECT segment_max FROM conn_stats WHERE capture_id = $1 AND conn = $2 "
-                       "AND dir = $3", [s.capture_id, x.conn, x.dir])[0]
         probe = probes.get(x.flow, [])
-        out.append({"label": x.label, "mss": mss,
+        out.append({"label": x.label, "mss": mss.get((x.conn, x.dir)),
                     "in_flight": _series(pcap, "inflight_max"),
                     "cwnd": _series(probe, "cwnd_min", "cwnd_max"),
                     "ssthresh": _series(probe, "ssthresh_min", "ssthresh_max"),
                     "states": _states(probe, end) if probe else []})
-    return {"senders": out,
+    return {"senders": out, "more_senders": len(s.senders) - len(shown),
             "empty": {"probe": None if s.probe else _no_probe(s),
                       "pcap": None if any(f["in_flight"] for f in out)
                       else "no ACKs of the receivers in the window"}}

@@ -107,7 +107,12 @@ def band(ax, rows, i: int, label: str, scale: float = 1.0, **style):
     if not any(a != b for a, b in zip(lo, hi)):
         return
     if points:
-        ax.vlines(t, lo, hi, color=color(i), alpha=0.4, linewidth=1)
+        # a column's range as one vertical stroke, all strokes one path with
+        # gaps (vlines() makes a path per stroke, point by point)
+        gap = float("nan")
+        ax.plot([x for x in t for _ in range(3)],
+                [y for a, b in zip(lo, hi) for y in (a, b, gap)],
+                color=color(i), alpha=0.4, linewidth=1)
     else:
         ax.fill_between(t, lo, hi, step="post", color=color(i), alpha=0.3, linewidth=0)
 

@@ -29,15 +29,20 @@ def draw_cwnd(doc: dict):
                        label=None if state in shown else state)
             shown.add(state)
         ax.set_ylabel("packets")
-        ax.set_title(f["label"], fontsize="medium", loc="left")
+        # y given: matplotlib then skips measuring every tick to place the
+        # title above them (the time axis's labels are only at the bottom)
+        ax.set_title(f["label"], fontsize="medium", loc="left", y=1.0)
         if not (f["cwnd"] or f["in_flight"]):
             empty(ax, doc["empty"]["probe"] or doc["empty"]["pcap"])
         elif doc["empty"]["probe"] and i == 0:
-            ax.set_title(f"no cwnd: {doc['empty']['probe']}", fontsize="small", color="0.35",
-                         loc="right")
+            ax.set_title(f"no cwnd: {doc['empty']['probe']}", fontsize="small",
+                         color="0.35", y=1.0, loc="right")
     if not senders:
         empty(axes[0], "no connection carried data")
-    finish(fig, axes, doc, "Congestion window")
+    what = "Congestion window"
+    if doc.get("more_senders"):
+        what += f" ({doc['more_senders']} more flows not drawn: choose them with --conn)"
+    finish(fig, axes, doc, what)
     return fig
 
 
