@@ -59,7 +59,9 @@ def section(capture: Path, facts: dict, analyze: dict, figures: dict, peers: dic
     met = "met" if slowest["seconds"] <= AIM_S else "not met"
     lines += ["", f"Slowest kind {slowest['seconds']:.2f} s: the {AIM_S:g} s aim is {met}. "
               "Ratios above 1× mean tcpvar drew its figure faster than tcptrace wrote its "
-              "graphs.", ""]
+              "graphs. Each figure shows the capture's bulk senders as `tcpvar plot` chooses "
+              "them by default: `tsg` one, `cwnd` a panel for each of the first 8, the other "
+              "kinds all of them in one panel.", ""]
     return "\n".join(lines)
 
 
