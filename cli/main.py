@@ -18,6 +18,7 @@ from .compare import compare
 from .doctor import doctor
 from .kernel import kernel
 from .load import load
+from .merge import merge
 from .plot import plot
 from .probe import probe
 from .query import query
@@ -61,6 +62,7 @@ cli.add_command(compare)
 cli.add_command(doctor)
 cli.add_command(kernel)
 cli.add_command(load)
+cli.add_command(merge)
 cli.add_command(plot)
 cli.add_command(probe)
 cli.add_command(query)

@@ -34,6 +34,9 @@ def _listed(name: str, metavar: str, text: str):
 @_listed("seed", "N,...", "Seeds of the runs' port choice.")
 @click.option("--repeat", type=click.IntRange(1, 1000), metavar="N",
               help="Runs of every cell (default: the file's, else 1).")
+@click.option("--shard", metavar="I/N",
+              help="Run only part I of N of the study (every N-th run), for studies split "
+                   "across machines; bring the stores together with tcpvar merge.")
 @click.option("--backend", default="auto", show_default=True,
               type=click.Choice(["auto", "netns", "vm"]), help="As for tcpvar run.")
 @click.option("--kernel", metavar="stock|patched|PATH",
@@ -44,8 +47,8 @@ def _listed(name: str, metavar: str, text: str):
               help="List the study's runs and those the store holds; run none.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (docs/sweep.md).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
-def sweep(study_file, name, repeat, backend, kernel, boot_timeout, out_dir, db_path, dry_run,
-          as_json, quiet, **given):
+def sweep(study_file, name, repeat, shard, backend, kernel, boot_timeout, out_dir, db_path,
+          dry_run, as_json, quiet, **given):
     """Run a study: every combination of the options' values, each
     repeated, every run a run of its own in the store, tagged with the
     study's name.
@@ -62,7 +65,8 @@ def sweep(study_file, name, repeat, backend, kernel, boot_timeout, out_dir, db_p
     Examples:
       tcpvar sweep --name rtts --cc cubic,reno --rtt 50,100 --repeat 3
       tcpvar sweep --name mix --cc cubic+reno,bbr+reno --duration 60
-      tcpvar sweep studies/ngwa.toml --repeat 5
+      tcpvar sweep studies/rtts.toml --repeat 10
+      tcpvar sweep studies/rtts.toml --shard 2/3 --db part2.duckdb
       tcpvar compare --study rtts --by cc,rtt
     """
     from pathlib import Path
@@ -71,7 +75,7 @@ def sweep(study_file, name, repeat, backend, kernel, boot_timeout, out_dir, db_p
     from tcpvar.study import preview, study_from
     from tcpvar.study import sweep as run_study
 
-    study = study_from(name, study_file, given, repeat)
+    study = study_from(name, study_file, given, repeat, shard)
     if dry_run:
         outcome = preview(db_path, study)
     else:
@@ -79,6 +83,7 @@ def sweep(study_file, name, repeat, backend, kernel, boot_timeout, out_dir, db_p
             outcome = run_study(db_path, study, backend, kernel, Path(out_dir), boot_timeout,
                                 progress)
     entries = [{"cell": e.cell.values, "repetition": e.repetition, "skipped": e.skipped,
+                "other_shard": e.elsewhere,
                 "variants": [f.cc for f in e.cell.params.flow_plan()],
                 "run_id": e.run_id, "status": (e.summary or {}).get("status"),
                 "name": (e.summary or {}).get("name"), "dir": (e.summary or {}).get("dir")}

@@ -89,5 +89,6 @@ def sweep_table(name: str, entries: list[dict], dry_run: bool = False) -> Table:
         t.add_row(str(e["run_id"] or "—"), *(str(e["cell"][k]) for k in keys),
                   str(e["repetition"]),
                   "in the store already" if e["skipped"] else
+                  "another shard's" if e["other_shard"] else
                   "to run" if dry_run else (e["status"] or "not run"))
     return t

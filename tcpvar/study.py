@@ -61,6 +61,7 @@ class Study:
     name: str
     values: dict[str, list]             # key -> its values, in the order given
     repeat: int = 1
+    shard: tuple[int, int] = (1, 1)     # this machine's part i of n (--shard i/n)
 
 
 @dataclass
@@ -79,6 +80,7 @@ class Entry:
     skipped: bool = False
     summary: dict | None = None
     index: int = 0                      # k of the n runs to run now
+    elsewhere: bool = False             # another shard's run
 
 
 @dataclass
@@ -92,7 +94,7 @@ class SweepOutcome:
 # --- defining a study -------------------------------------------------------
 
 def study_from(name: str | None, file: str | None, given: dict[str, str | None],
-               repeat: int | None) -> Study:
+               repeat: int | None, shard: str | None = None) -> Study:
     """A study from a file and/or options; an option given overrides the
     file's value of that key. @given holds comma-separated lists by key."""
     doc: dict = _read_file(file) if file else {}
@@ -108,7 +110,17 @@ def study_from(name: str | None, file: str | None, given: dict[str, str | None],
             values[k] = [_one(k, v) for v in split(k, text)]
     if not isinstance(repeat, int) or repeat < 1:
         raise UsageError(f"repeat {repeat!r}: a study repeats every cell 1 or more times")
-    return Study(name, values, repeat)
+    return Study(name, values, repeat, _shard(shard) if shard else (1, 1))
+
+
+def _shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise UsageError(f"--shard {text!r}: give it as i/n, e.g. 1/3") from None
+    if not 1 <= i <= n:
+        raise UsageError(f"--shard {text}: i must be 1 to n")
+    return i, n
 
 
 def _read_file(path: str) -> dict:
@@ -188,11 +200,15 @@ def plan(store, study: Study) -> list[Entry]:
                 "GROUP BY ALL", [study.name]).fetchall()}
     entries = []
     grid = cells(study)
+    i, n = study.shard
     for rep in range(1, study.repeat + 1):
         for cell in grid:
             stored = done.get((cell.key, rep))
+            # shard i takes every n-th run of the whole plan from the i-th on
+            elsewhere = len(entries) % n != i - 1
             entries.append(Entry(cell, rep, stored and stored["run_id"],
-                                 skipped=stored is not None, summary=stored))
+                                 skipped=stored is not None, summary=stored,
+                                 elsewhere=elsewhere and stored is None))
     return entries
 
 
@@ -214,10 +230,12 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
 
     with Store(db_path) as store:
         entries = plan(store, study)
-    todo = [e for e in entries if not e.skipped]
+    todo = [e for e in entries if not (e.skipped or e.elsewhere)]
     outcome = SweepOutcome(study, entries)
-    progress(Progress(f"study {study.name}: {len(entries)} runs, "
-                      f"{len(entries) - len(todo)} in the store already, {len(todo)} to run"))
+    held = sum(e.skipped for e in entries)
+    shard = f" (shard {study.shard[0]} of {study.shard[1]})" if study.shard[1] > 1 else ""
+    progress(Progress(f"study {study.name}: {len(entries)} runs, {held} in the store already, "
+                      f"{len(todo)} to run here{shard}"))
     for i, e in enumerate(todo, 1):
         e.index = i
     watch = _Eta(study.name, todo, progress)

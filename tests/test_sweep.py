@@ -165,3 +165,36 @@ def test_compare_bad_input(tmp_path):
     r = tcpvar_main("compare", "--db", tmp_path / "none.duckdb", cwd=tmp_path)
     assert r.returncode != 0 and "no such database" in r.stderr
     assert not (tmp_path / "none.duckdb").exists()
+
+
+def test_a_shard_pair_merged_equals_the_whole(tmp_path):
+    """Two shards of one study, each in a store of its own, merged into a
+    third: the third holds the whole plan, each run as its shard stored it."""
+    grid = ("--name", "halves", "--cc", "cubic,reno", "--rtt", 20, "--duration", 2,
+            "--bw", "10mbit", "--backend", "vm", "--json", "-q")
+    parts = []
+    for i in (1, 2):
+        r = tcpvar_main("sweep", *grid, "--shard", f"{i}/2", "--db", f"part{i}.duckdb",
+                        cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        runs = json.loads(r.stdout)["runs"]
+        assert [x["other_shard"] for x in runs] == [i == 2, i == 1]
+        parts.append(f"part{i}.duckdb")
+    r = tcpvar_main("merge", *parts, "--db", "whole.duckdb", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    plan = json.loads(tcpvar_main("sweep", *grid, "--dry-run", "--db", "whole.duckdb",
+                                  cwd=tmp_path).stdout)["runs"]
+    assert all(x["skipped"] for x in plan) and len(plan) == 2
+    again = tcpvar_main("merge", *parts, "--db", "whole.duckdb", cwd=tmp_path)
+    assert "0 runs and 0 captures copied" in again.stderr
+
+    def table(db):
+        con = duckdb.connect(str(tmp_path / db), read_only=True)
+        return sorted(con.execute(
+            "SELECT r.name, r.cell, r.repetition, f.cc, s.packets, s.unique_bytes "
+            "FROM runs r JOIN flows f USING (run_id) "
+            "JOIN conn_stats s ON s.capture_id = r.sender_capture AND s.conn = f.conn "
+            "WHERE r.study = 'halves'").fetchall())
+
+    assert table("whole.duckdb") == sorted(table(parts[0]) + table(parts[1]))
+    assert len(table("whole.duckdb")) == 4      # two runs, both directions of each
