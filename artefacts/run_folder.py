@@ -54,11 +54,12 @@ def iperf_log(flow: int, server: bool = False) -> str:
     return f"iperf-{flow}{'-server' if server else ''}.err"
 
 
-def folder_name(mode: str, ccs: list[str], tag: str, repetition: int) -> str:
-    """<time>-<mode>-<variants>-<tag>-r<repetition>, unique to the run."""
+def folder_name(mode: str, ccs: list[str], tag: str, number: int) -> str:
+    """<time>-<mode>-<variants>-<tag>-r<number>, unique to the run: its number
+    in its session (a run's repetition; the k-th run of a study's session)."""
     ccs = list(dict.fromkeys(ccs))
     variants = "-".join(ccs) if len(ccs) <= 3 else f"{len(ccs)}variants"
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{mode}-{variants}-{tag}-r{repetition}"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{mode}-{variants}-{tag}-r{number}"
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> None:

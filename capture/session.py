@@ -68,12 +68,10 @@ def capture(req: SessionRequest, progress) -> Session:
     out_dir.mkdir(parents=True, exist_ok=True)
     tag = new_tag()
     runs = []
-    for i, p in enumerate(plan, 1):
+    for i, p in enumerate(plan, 1):     # numbered through the session (-r1, -r2, ...)
         ccs = [f.cc for f in p.params.flow_plan()]
-        # a study's runs are numbered through the session, a run's repetitions by themselves
-        n = i if req.plan is not None else p.repetition
-        runs.append({"dir": str(out_dir / layout.folder_name(p.params.mode, ccs, tag, n)),
-                     "tag": f"{tag}{n}", "repetition": p.repetition,
+        runs.append({"dir": str(out_dir / layout.folder_name(p.params.mode, ccs, tag, i)),
+                     "tag": f"{tag}{i}", "repetition": p.repetition,
                      "params": p.params.to_json(), "study": p.study})
     try:
         if chosen == "netns":

@@ -247,8 +247,8 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
                          plan=planned)
         result = execute(db_path, req, watch)
         outcome.backends.append({"backend": result.backend, "reason": result.reason})
-        by_key = {(s["params_cell"], s["repetition"]): s for s in
-                  (_with_cell(s) for s in result.summaries)}
+        by_key = {(cell_key(RunParams.from_json(s["params"])), s["repetition"]): s
+                  for s in result.summaries}
         for e in group:
             s = by_key.get((e.cell.key, e.repetition))
             if s is not None:
@@ -257,10 +257,6 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
             outcome.interrupted = True
             break
     return outcome
-
-
-def _with_cell(summary: dict) -> dict:
-    return {**summary, "params_cell": cell_key(RunParams.from_json(summary["params"]))}
 
 
 def _by_kernel(entries: list[Entry]) -> list[list[Entry]]:
