@@ -82,12 +82,7 @@ def sweep(study_file, name, repeat, shard, backend, kernel, boot_timeout, out_di
         with runs.LiveProgress(quiet=quiet) as progress:
             outcome = run_study(db_path, study, backend, kernel, Path(out_dir), boot_timeout,
                                 progress)
-    entries = [{"cell": e.cell.values, "repetition": e.repetition, "skipped": e.skipped,
-                "other_shard": e.elsewhere,
-                "variants": [f.cc for f in e.cell.params.flow_plan()],
-                "run_id": e.run_id, "status": (e.summary or {}).get("status"),
-                "name": (e.summary or {}).get("name"), "dir": (e.summary or {}).get("dir")}
-               for e in outcome.entries]
+    entries = outcome.rows()
     if as_json:
         from tcpvar.report import export
 
@@ -96,7 +91,7 @@ def sweep(study_file, name, repeat, shard, backend, kernel, boot_timeout, out_di
     else:
         terminal.show(compare.sweep_table(study.name, entries, dry_run))
         if not dry_run:
-            keys = ",".join(k for k, v in study.values.items() if len(v) > 1) or "study"
+            keys = ",".join(study.swept()) or "study"
             terminal.note(f"compare: tcpvar compare --db {db_path} --study {study.name} "
                           f"--by {keys}")
     if outcome.interrupted:

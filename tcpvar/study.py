@@ -63,6 +63,10 @@ class Study:
     repeat: int = 1
     shard: tuple[int, int] = (1, 1)     # this machine's part i of n (--shard i/n)
 
+    def swept(self) -> list[str]:
+        """The keys given more than one value."""
+        return [k for k, v in self.values.items() if len(v) > 1]
+
 
 @dataclass
 class Cell:
@@ -89,6 +93,15 @@ class SweepOutcome:
     entries: list[Entry]
     backends: list[dict] = field(default_factory=list)   # per session: backend, reason
     interrupted: bool = False
+
+    def rows(self) -> list[dict]:
+        """Each run of the study as `tcpvar sweep --json` gives it (docs/sweep.md)."""
+        return [{"cell": e.cell.values, "repetition": e.repetition, "skipped": e.skipped,
+                 "other_shard": e.elsewhere,
+                 "variants": [f.cc for f in e.cell.params.flow_plan()],
+                 "run_id": e.run_id, **{k: (e.summary or {}).get(k)
+                                        for k in ("status", "name", "dir")}}
+                for e in self.entries]
 
 
 # --- defining a study -------------------------------------------------------
