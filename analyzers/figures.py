@@ -155,6 +155,8 @@ def _run_title(name: str, p: dict, backend, kernel, rows) -> str:
         parts.append(f"{p['bw_bps'] / 1e6:g} Mbit/s")
     if "loss_pct" in p:
         parts.append(f"loss {p['loss_pct']:g} %")
+    if p.get("jitter_ms"):
+        parts.append(f"jitter {p['jitter_ms']:g} ms")
     if p.get("ngwa_mode") is not None:
         parts.append(f"NGWA mode {p['ngwa_mode']}")
     if p.get("wbrto"):

@@ -42,7 +42,7 @@ def netns_gaps(params: RunParams) -> list[str]:
     """What the host kernel lacks for this run (empty: netns can serve)."""
     gaps = []
     if (params.rtt_ms > 0 or params.loss_pct > 0) and not host_has_netem():
-        gaps.append("the host kernel has no netem (needed for --rtt and --loss)")
+        gaps.append("the host kernel has no netem (needed for --rtt, --loss and --jitter)")
     missing = [c for c in params.needed_ccs() if c not in available_variants()]
     if missing:
         gaps.append(f"the host kernel lacks {', '.join(missing)} "

@@ -112,6 +112,7 @@ class RunParams:
     ccs: list[str]
     rtt_ms: float = 100.0
     loss_pct: float = 0.0
+    jitter_ms: float = 0.0              # the forward delay varies by +- this, in order
     bw_bps: float = 20e6
     buffer: Buffer = field(default_factory=lambda: Buffer(packets=100))
     buffer_text: str = "bdp"
@@ -186,10 +187,12 @@ class RunParams:
         d["buffer"] = Buffer(packets=buf["packets"], bytes=buf["bytes"])
         d["buffer_text"] = buf["text"]
         d["schedule"] = [(s["t_s"], s["bw_bps"]) for s in d["schedule"]]
+        d.setdefault("jitter_ms", 0.0)      # runs stored before --jitter
         return cls(**d)
 
 
 def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str,
+                jitter_ms: float = 0.0,
                 duration_s: float, flows: int | None, mode: str, start_gap_s: float | None,
                 schedule: str | None, repeat: int, seed: int, shaper: str = "htb",
                 ngwa: int | None = None, wbrto: str | None = None,
@@ -203,6 +206,9 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
         raise UsageError(f"RTT {rtt_ms:g} ms is outside 0..{MAX_RTT_MS:g} ms")
     if not 0 <= loss_pct <= 100:
         raise UsageError(f"loss {loss_pct:g}% is outside 0..100")
+    if not 0 <= jitter_ms <= rtt_ms / 2:
+        raise UsageError(f"jitter {jitter_ms:g} ms is outside 0..{rtt_ms / 2:g} ms "
+                         f"(at most the one-way delay, half the RTT)")
     if not 0 < duration_s <= 24 * 3600:
         raise UsageError(f"duration {duration_s:g} s must be above 0 and at most a day")
     if mode not in MODES:
@@ -238,7 +244,7 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
     bw_bps = steps[0][1] if steps else parse_rate(bw)
     # the queue is sized for the largest rate the path will have
     peak = max([r for _, r in steps] or [bw_bps])
-    return RunParams(ccs=ccs, rtt_ms=rtt_ms, loss_pct=loss_pct, bw_bps=bw_bps,
+    return RunParams(ccs=ccs, rtt_ms=rtt_ms, loss_pct=loss_pct, jitter_ms=jitter_ms, bw_bps=bw_bps,
                      buffer=parse_buffer(buffer, peak, rtt_ms), buffer_text=buffer,
                      duration_s=duration_s, flows=flows, mode=mode,
                      start_gap_s=start_gap_s, schedule=steps, repeat=repeat, seed=seed,

@@ -126,7 +126,8 @@ class Run:
         bdp_pkts = p.bw_bps * p.rtt_ms / 8000 / MTU
         netem_limit = int(max(1000, 4 * p.peak_bps * p.rtt_ms / 8000 / MTU + 1000))
         self.net.shape(p.shaper, p.bw_bps, p.buffer, p.rtt_ms, p.loss_pct, netem_limit,
-                       ngwa=None if p.ngwa_mode is None else p.ngwa_flow_division)
+                       ngwa=None if p.ngwa_mode is None else p.ngwa_flow_division,
+                       jitter_ms=p.jitter_ms)
         self.manifest["topology"] = {
             "namespaces": list(self.net.namespaces), "bdp_packets": round(bdp_pkts, 1),
             "netem_limit": netem_limit, "offloads_off": list(OFFLOADS),

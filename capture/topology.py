@@ -78,10 +78,12 @@ class Dumbbell(Testbed):
 
     # -- path emulation --------------------------------------------------
     def shape(self, shaper: str, rate_bps: float, buffer: Buffer, rtt_ms: float,
-              loss_pct: float, netem_limit: int, ngwa: bool | None = None) -> None:
-        """The bottleneck queue on rl, the delay and loss on rd. With @ngwa
-        (True: flow division) the queue is the patched kernel's byte-limited
-        ngwa qdisc, which writes its free space into the NGWA option."""
+              loss_pct: float, netem_limit: int, ngwa: bool | None = None,
+              jitter_ms: float = 0.0) -> None:
+        """The bottleneck queue on rl, the delay, jitter and loss on rd. With
+        @ngwa (True: flow division) the queue is the patched kernel's
+        byte-limited ngwa qdisc, which writes its free space into the NGWA
+        option."""
         rl, rd = self.ns("rl"), self.ns("rd")
         if shaper == "tbf":
             run(["tc", "qdisc", "add", "dev", "right", "root", "handle", "1:", "tbf",
@@ -104,6 +106,13 @@ class Dumbbell(Testbed):
         if rtt_ms > 0 or loss_pct > 0:
             half_us = str(int(round(rtt_ms * 500))) + "us"
             fwd = ["netem", "delay", half_us, "limit", str(netem_limit)]
+            if jitter_ms > 0:
+                # netem's jitter alone reorders packets (each leaves at its own
+                # time); with a rate, a packet never leaves before the one
+                # ahead of it, as on a real link. The rate is far above any
+                # bottleneck, so it only keeps the order.
+                fwd[3:3] = [str(int(round(jitter_ms * 1000))) + "us"]
+                fwd += ["rate", "100gbit"]
             if loss_pct > 0:
                 fwd += ["loss", f"{loss_pct:g}%"]
             run(["tc", "qdisc", "add", "dev", "right", "root", *fwd], ns=rd)

@@ -15,6 +15,9 @@ from .options import session_options
               help="Base round-trip time (netem delay, half each way).")
 @click.option("--loss", "loss_pct", default=0.0, show_default=True, type=float, metavar="PCT",
               help="Random loss on the forward path, in percent.")
+@click.option("--jitter", "jitter_ms", default=0.0, show_default=True, type=float, metavar="MS",
+              help="The forward path's delay varies by up to this much either way "
+                   "(netem, uniform), packets kept in order.")
 @click.option("--bw", default="20mbit", show_default=True, metavar="RATE",
               help="Bottleneck rate (e.g. 100mbit, 1gbit).")
 @click.option("--buffer", default="bdp", show_default=True, metavar="SIZE",
@@ -58,9 +61,9 @@ from .options import session_options
 @click.option("--json", "as_json", is_flag=True,
               help="Print JSON (docs/run.md) instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
-def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, bw_schedule,
-        shaper, repeat, seed, backend, kernel, ngwa, wbrto, wbrto_unit_ms, boot_timeout, out_dir,
-        db_path, as_json, quiet):
+def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, start_gap_s,
+        bw_schedule, shaper, repeat, seed, backend, kernel, ngwa, wbrto, wbrto_unit_ms,
+        boot_timeout, out_dir, db_path, as_json, quiet):
     """Run iperf3 flows over an emulated dumbbell and summarise them.
 
     Builds the topology of Callegari et al. (senders, a router with the
@@ -91,8 +94,8 @@ def run(cc, rtt_ms, loss_pct, bw, buffer, duration_s, flows, mode, start_gap_s, 
     from tcpvar.report import runs, terminal
     from tcpvar.run import RunRequest, execute
 
-    params = make_params(cc=cc, rtt_ms=rtt_ms, loss_pct=loss_pct, bw=bw, buffer=buffer,
-                         duration_s=duration_s, flows=flows, mode=mode,
+    params = make_params(cc=cc, rtt_ms=rtt_ms, loss_pct=loss_pct, jitter_ms=jitter_ms,
+                         bw=bw, buffer=buffer, duration_s=duration_s, flows=flows, mode=mode,
                          start_gap_s=start_gap_s, schedule=bw_schedule, repeat=repeat,
                          seed=seed, shaper=shaper, ngwa=ngwa, wbrto=wbrto,
                          wbrto_unit_ms=wbrto_unit_ms)

@@ -20,6 +20,7 @@ def _listed(name: str, metavar: str, text: str):
                                   "(cubic+reno is one run of two flows).")
 @_listed("rtt", "MS,...", "Base round-trip times.")
 @_listed("loss", "PCT,...", "Random loss on the forward path, in percent.")
+@_listed("jitter", "MS,...", "Delay variation of the forward path.")
 @_listed("bw", "RATE,...", "Bottleneck rates (e.g. 10mbit,100mbit).")
 @_listed("buffer", "SIZE,...", "Bottleneck queues: packets, bytes or bdp multiples.")
 @_listed("duration", "S,...", "Lengths of the runs.")

@@ -31,6 +31,8 @@ def run_title(s: dict) -> str:
     title = (f"run {s['run_id']} ({s['name']}): {p.get('mode')} on {s['backend']}, "
              f"kernel {s['kernel']}, RTT {p.get('rtt_ms'):g} ms, loss {p.get('loss_pct'):g}%, "
              f"bottleneck {bw}, {p.get('duration_s'):g} s")
+    if p.get("jitter_ms"):
+        title += f", jitter {p['jitter_ms']:g} ms"
     if p.get("ngwa_mode") is not None:
         title += f", NGWA mode {p['ngwa_mode']}"
     if p.get("wbrto") is not None:

@@ -109,6 +109,57 @@ def test_friendliness_of_vegas_against_reno(tmp_path):
     assert fr["pcap"]["ratio"] < 1
 
 
+def test_jitter_varies_the_delay_and_keeps_the_order(tmp_path):
+    """--jitter 10 on a 40 ms path: netem on the delay router says so (with
+    the rate that keeps the order); the time from a segment leaving the
+    bottleneck (bottleneck.pcap) to the ACK of its end coming back (sender.pcap,
+    same router, raw sequence numbers via tshark) goes below the 40 ms of
+    netem, which only a shorter forward delay allows; and with no packet
+    dropped anywhere the receiver seldom saw a hole (an ACK with a SACK
+    block): at most 1 % of the data segments. Without --jitter the same run
+    had no such time below 40.4 ms (p10-p90 40.6-42.8 ms); with it 13 and
+    17 % of them were below 40 ms. Without the rate, netem's jitter
+    reorders: SACK blocks in 1843 ACKs for 2658 segments; with it, in 0, 0
+    and 8 ACKs for about 2750 in three runs."""
+    rc, doc, err = tcpvar_run(tmp_path, "--backend", "vm", "--cc", "cubic", "--rtt", 40,
+                              "--jitter", 10, "--bw", "5mbit", "--buffer", "3000",
+                              "--duration", 6)
+    assert rc == 0, err
+    (run,) = doc["runs"]
+    run_dir = Path(run["dir"])
+    tc = (run_dir / "tc-stats.txt").read_text()
+    assert "delay 20ms  10ms" in tc or "delay 20ms 10ms" in tc, tc
+    assert "rate 100Gbit" in tc, tc
+    assert run["bottleneck"]["drops"] == 0
+    (flow,) = json.loads((run_dir / "manifest.json").read_text())["flows"]
+
+    def fields(pcap: str, display_filter: str, *names: str) -> list[list[str]]:
+        out = subprocess.run(
+            ["tshark", "-r", str(run_dir / pcap), "-Y", display_filter, "-T", "fields",
+             *(x for n in names for x in ("-e", n))],
+            capture_output=True, text=True, check=True).stdout
+        return [line.split("\t") for line in out.splitlines()]
+
+    left = {}
+    for t, seq, length in fields("bottleneck.pcap",
+                                 f"tcp.srcport == {flow['src_port']} && tcp.len > 0",
+                                 "frame.time_epoch", "tcp.seq_raw", "tcp.len"):
+        left.setdefault((int(seq) + int(length)) % 2**32, float(t))
+    back = [(float(t) - left.pop(int(ack))) * 1000
+            for t, ack in fields("sender.pcap", f"tcp.dstport == {flow['src_port']}",
+                                 "frame.time_epoch", "tcp.ack_raw") if int(ack) in left]
+    below = [ms for ms in back if ms < 40]
+    assert len(back) > 500 and len(below) > 0.05 * len(back), (len(below), len(back))
+    # the data flow's ACKs only (iperf3's control connection ends with a
+    # keep-alive and its D-SACK)
+    def count(display_filter: str) -> int:
+        return len(fields("sender.pcap", display_filter, "frame.number"))
+
+    segments = count(f"tcp.srcport == {flow['src_port']} && tcp.len > 0")
+    sacks = count(f"tcp.dstport == {flow['src_port']} && tcp.options.sack_le")
+    assert segments > 1000 and sacks <= 0.01 * segments, (sacks, segments)
+
+
 def test_a_vm_that_does_not_boot_in_time(tmp_path):
     rc, doc, err = tcpvar_run(tmp_path, "--backend", "vm", "--cc", "cubic", "--duration", 5,
                               "--boot-timeout", 1)
