@@ -14,7 +14,8 @@ from tcpvar.errors import UsageError
 from .sqlfiles import sql
 
 METRICS = ("throughput_mbps", "goodput_mbps", "iperf3_mbps", "retransmissions", "rtt_ms",
-           "jain", "friendliness")
+           "rtt_p95_ms", "jain", "friendliness", "background_mbps", "test_mbps", "flow_mbps",
+           "utilization_pct", "bottleneck_drops")
 
 
 def _schedule(p: dict) -> str:
@@ -27,6 +28,7 @@ KEYS = {
     "cc": lambda p: "+".join(p["ccs"]),
     "rtt": lambda p: p["rtt_ms"],
     "loss": lambda p: p["loss_pct"],
+    "jitter": lambda p: p.get("jitter_ms", 0.0),
     "bw": lambda p: f"{p['bw_bps'] / 1e6:g}mbit",
     "buffer": lambda p: p["buffer"]["text"],
     "duration": lambda p: p["duration_s"],
@@ -50,6 +52,14 @@ def parse_keys(text: str) -> list[str]:
         if k not in known:
             raise UsageError(f"--by {k}: not a run option (one of {', '.join(known)})")
     return keys
+
+
+def check_layout(layout: str, keys: list[str], metric: str) -> None:
+    """--layout variants needs the variants among the keys, and a metric."""
+    if layout == "variants" and "cc" not in keys:
+        raise UsageError("--layout variants puts a variant on each row: add cc to --by")
+    if metric not in METRICS:
+        raise UsageError(f"--metric {metric}: one of {', '.join(METRICS)}")
 
 
 def select_runs(con, studies: list[str], run_ids: list[int]) -> list[dict]:
@@ -85,14 +95,43 @@ def compare(con, runs: list[dict], keys: list[str]) -> dict:
     out = []
     for key, members in sorted(groups.items(), key=lambda kv: [_order(v) for v in kv[0]]):
         ids = [r["run_id"] for r in members]
-        mean, ci = {}, {}
-        for m in METRICS:
-            mean[m], ci[m] = mean_ci95([metrics.get(i, {}).get(m) for i in ids])
+        values = {m: [metrics.get(i, {}).get(m) for i in ids] for m in METRICS}
+        stats = {m: mean_ci95(v) for m, v in values.items()}
         out.append({"key": dict(zip(keys, key)), "n": len(ids), "runs": ids,
-                    "mean": mean, "ci95": ci})
+                    "mean": {m: s[0] for m, s in stats.items()},
+                    "ci95": {m: s[1] for m, s in stats.items()}, "values": values})
     return {"by": keys, "groups": out, "metrics": list(METRICS),
             "left_out": [{"run_id": r["run_id"], "name": r["name"], "status": r["status"]}
                          for r in runs if r["status"] != "complete"]}
+
+
+def metrics_by_cell(con, study: str) -> dict[str, dict]:
+    """Per cell of a study: its complete runs, and per metric (with iperf3's
+    rate in each interval of a bandwidth schedule, `interval_1`, ..., and a
+    variant's part of the run, `VARIANT:iperf3_mbps` and
+    `VARIANT:utilization_pct`) the mean and the half-width of its 95 %
+    confidence interval."""
+    rows = con.execute("SELECT cell, run_id FROM runs WHERE study = $1 AND kind = 'run' "
+                       "AND status = 'complete' ORDER BY run_id", [study]).fetchall()
+    ids = [r for _, r in rows]
+    metrics = _metrics(con, ids)
+    if ids:
+        for run_id, i, mbps in con.execute(sql("schedule_intervals"), {"run_ids": ids}).fetchall():
+            metrics.setdefault(run_id, {})[f"interval_{i}"] = mbps
+        for run_id, cc, mbps, util in con.execute(sql("run_variant_metrics"),
+                                                  {"run_ids": ids}).fetchall():
+            metrics.setdefault(run_id, {}).update({f"{cc}:iperf3_mbps": mbps,
+                                                   f"{cc}:utilization_pct": util})
+    runs: dict[str, list[int]] = {}
+    for cell, run_id in rows:
+        runs.setdefault(cell, []).append(run_id)
+    out = {}
+    for cell, members in runs.items():
+        names = {m for r in members for m in metrics.get(r, {})} - {"run_id"}
+        stats = {m: mean_ci95([metrics.get(r, {}).get(m) for r in members]) for m in names}
+        out[cell] = {"runs": members, "mean": {m: s[0] for m, s in stats.items()},
+                     "ci95": {m: s[1] for m, s in stats.items()}}
+    return out
 
 
 def _metrics(con, run_ids: list[int]) -> dict[int, dict]:

@@ -14,10 +14,21 @@ import click
                    "ngwa, wbrto, ... and study, backend, kernel.")
 @click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
               type=click.Path(dir_okay=False), help="DuckDB store to read.")
+@click.option("--layout", default="groups", show_default=True,
+              type=click.Choice(["groups", "variants", "fairness", "friendliness"]),
+              help="groups: a row per group, every metric. As the papers' tables: variants "
+                   "(a row per cc, a column per value of the other keys, one --metric), "
+                   "fairness (connection 1, connection 2, Jain), friendliness (Reno, "
+                   "variant, ratio).")
+@click.option("--metric", default="iperf3_mbps", show_default=True, metavar="NAME",
+              help="The metric of --layout variants (docs/compare.md names them).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Also draw throughput against the 95th-percentile RTT, a point per run "
+                   "and each group's mean with its CI (.png, .svg or .pdf).")
 @click.option("--json", "fmt", flag_value="json", help="Print JSON (docs/compare.md).")
 @click.option("--csv", "fmt", flag_value="csv", help="Print CSV, one row per group.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print a Markdown table.")
-def compare(studies, run_ids, by, db_path, fmt):
+def compare(studies, run_ids, by, db_path, layout, metric, plot_path, fmt):
     """Group complete runs by parameters and give, per group, the number of
     runs and the mean and 95 % confidence interval (Student's t) of
     throughput, goodput, iperf3's rate, retransmitted packets, RTT, Jain's
@@ -29,25 +40,35 @@ def compare(studies, run_ids, by, db_path, fmt):
       tcpvar compare --study rtts --by cc,rtt
       tcpvar compare --study rtts --by cc --markdown
       tcpvar compare --run 4 --run 5 --by kernel --json
+      tcpvar compare --study rtts --by cc,rtt --layout variants
+      tcpvar compare --study fair --by cc --layout fairness --markdown
+      tcpvar compare --study rtts --by cc --plot rtts.png
     """
+    from tcpvar.analyzers.compare import check_layout, parse_keys, select_runs
     from tcpvar.analyzers.compare import compare as group_runs
-    from tcpvar.analyzers.compare import parse_keys, select_runs
     from tcpvar.report import compare as render
-    from tcpvar.report import export, terminal
+    from tcpvar.report import export, figures, terminal
     from tcpvar.store import Store
 
     keys = parse_keys(by)
+    check_layout(layout, keys, metric)
+    if plot_path:
+        figures.check_format(plot_path)
     Store(db_path, read_only=True).close()      # no such store: say so, create none
     with Store(db_path) as store:               # older stores get the study columns
         doc = group_runs(store.con, select_runs(store.con, list(studies), list(run_ids)), keys)
+    title = f"{', '.join(studies) or 'runs'} by {', '.join(keys)}"
+    if plot_path:
+        figures.save({**doc, "kind": "scatter", "title": title}, plot_path)
     if fmt == "json":
         terminal.data(export.to_json(doc))
     elif fmt == "csv":
         terminal.data(render.to_csv(doc))
     elif fmt == "markdown":
-        terminal.data(render.markdown(doc))
+        terminal.data(render.markdown(doc, layout, metric))
     else:
-        title = f"{', '.join(studies) or 'runs'} by {', '.join(keys)}"
-        terminal.show(render.table(doc, title))
+        terminal.show(render.table(doc, title, layout, metric))
         for line in render.notes(doc):
             terminal.note(line)
+    if plot_path:
+        terminal.note(f"figure: {plot_path}")

@@ -1,7 +1,9 @@
 """Renderings of `tcpvar compare` (analyzers/compare.py) and of a sweep's
 end: a table per group with each metric as "mean ± half-width of the 95 %
-CI", as Markdown (for papers' notes and docs/), as CSV (one row per group,
-mean and ci95 columns per metric) and as JSON."""
+CI", or laid out as the seed papers' tables (variant × scenario; connection
+1 / connection 2 / Jain; Reno / variant), as Markdown (for papers' notes and
+docs/), as CSV (one row per group, mean and ci95 columns per metric) and as
+JSON."""
 from __future__ import annotations
 
 import csv
@@ -14,7 +16,11 @@ from rich.table import Table
 HEADINGS = {
     "throughput_mbps": ("throughput Mbit/s", 2), "goodput_mbps": ("goodput Mbit/s", 2),
     "iperf3_mbps": ("iperf3 Mbit/s", 2), "retransmissions": ("retransmitted pkts", 1),
-    "rtt_ms": ("RTT ms", 1), "jain": ("Jain", 3), "friendliness": ("vs Reno", 2),
+    "rtt_ms": ("RTT ms", 1), "rtt_p95_ms": ("RTT p95 ms", 1), "jain": ("Jain", 3),
+    "friendliness": ("vs Reno", 2),
+    "background_mbps": ("background Mbit/s", 2), "test_mbps": ("test flows Mbit/s", 2),
+    "flow_mbps": ("per flow Mbit/s", 2), "utilization_pct": ("utilisation %", 1),
+    "bottleneck_drops": ("queue drops", 1),
 }
 
 
@@ -30,29 +36,71 @@ def cell(mean, ci, digits: int) -> str:
     return f"{mean:.{digits}f}" + (f" ± {ci:.{digits}f}" if ci is not None else "")
 
 
-def rows(doc: dict) -> tuple[list[str], list[list[str]]]:
-    metrics = shown_metrics(doc)
-    head = [*doc["by"], "n", *(HEADINGS[m][0] for m in metrics)]
-    body = [[*("—" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
-               for v in g["key"].values()), str(g["n"]),
-             *(cell(g["mean"][m], g["ci95"][m], HEADINGS[m][1]) for m in metrics)]
+# the papers' two-flow layouts: their columns, each a metric
+PAPER_LAYOUTS = {
+    "fairness": (("connection 1 Mbit/s", "background_mbps"), ("connection 2 Mbit/s", "test_mbps"),
+                 ("Jain's index", "jain")),
+    "friendliness": (("Reno Mbit/s", "background_mbps"), ("variant Mbit/s", "test_mbps"),
+                     ("variant / Reno", "friendliness")),
+}
+LAYOUTS = ("groups", "variants", *PAPER_LAYOUTS)
+
+
+def _value(v) -> str:
+    return "—" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def rows(doc: dict, layout: str = "groups",
+         metric: str = "iperf3_mbps") -> tuple[list[str], list[list[str]], int]:
+    """The table's heading, its rows and how many of its first columns are
+    keys (left-aligned)."""
+    if layout == "variants":
+        return _variants(doc, metric)
+    columns = PAPER_LAYOUTS.get(layout) or [(HEADINGS[m][0], m) for m in shown_metrics(doc)]
+    head = [*doc["by"], "n", *(h for h, _ in columns)]
+    body = [[*(_value(v) for v in g["key"].values()), str(g["n"]),
+             *(cell(g["mean"][m], g["ci95"][m], HEADINGS[m][1]) for _, m in columns)]
             for g in doc["groups"]]
-    return head, body
+    return head, body, len(doc["by"])
 
 
-def table(doc: dict, title: str) -> Table:
-    head, body = rows(doc)
+def _variants(doc: dict, metric: str) -> tuple[list[str], list[list[str]], int]:
+    """Variant × scenario, as the papers' throughput tables: a row per
+    variant (cc), a column per combination of the other keys, each cell the
+    metric's mean ± CI (and n when it is not the same everywhere)."""
+    others = [k for k in doc["by"] if k != "cc"]
+    scenarios = list(dict.fromkeys(tuple(g["key"][k] for k in others) for g in doc["groups"]))
+    variants = list(dict.fromkeys(g["key"]["cc"] for g in doc["groups"]))
+    ns = {g["n"] for g in doc["groups"]}
+    by = {(g["key"]["cc"], tuple(g["key"][k] for k in others)): g for g in doc["groups"]}
+    head = [f"cc: {HEADINGS[metric][0]}",
+            *(", ".join(f"{k} {_value(v)}" for k, v in zip(others, s)) or HEADINGS[metric][0]
+              for s in scenarios)]
+    body = []
+    for v in variants:
+        line = [v]
+        for s in scenarios:
+            g = by.get((v, s))
+            line.append("—" if g is None else
+                        cell(g["mean"][metric], g["ci95"][metric], HEADINGS[metric][1])
+                        + (f" (n={g['n']})" if len(ns) > 1 else ""))
+        body.append(line)
+    return head, body, 1
+
+
+def table(doc: dict, title: str, layout: str = "groups", metric: str = "iperf3_mbps") -> Table:
+    head, body, keys = rows(doc, layout, metric)
     t = Table(title=title, box=box.SIMPLE, title_justify="left")
     for i, h in enumerate(head):
-        t.add_column(h, justify="left" if i < len(doc["by"]) else "right")
+        t.add_column(h, justify="left" if i < keys else "right")
     for r in body:
         t.add_row(*r)
     return t
 
 
-def markdown(doc: dict) -> str:
-    head, body = rows(doc)
-    align = ["---" if i < len(doc["by"]) else "---:" for i in range(len(head))]
+def markdown(doc: dict, layout: str = "groups", metric: str = "iperf3_mbps") -> str:
+    head, body, keys = rows(doc, layout, metric)
+    align = ["---" if i < keys else "---:" for i in range(len(head))]
     lines = ["| " + " | ".join(r) + " |" for r in (head, align, *body)]
     return "\n".join(lines) + "\n"
 
@@ -81,12 +129,12 @@ def notes(doc: dict) -> list[str]:
 def sweep_table(name: str, entries: list[dict], dry_run: bool = False) -> Table:
     """A sweep's end (or its plan): per run its store id, cell, repetition
     and what happened (or will)."""
-    keys = list(entries[0]["cell"]) if entries else []
+    keys = list(dict.fromkeys(k for e in entries for k in e["cell"]))
     t = Table(title=f"study {name}", box=box.SIMPLE, title_justify="left")
     for h in ("run", *keys, "rep", "status"):
         t.add_column(h)
     for e in entries:
-        t.add_row(str(e["run_id"] or "—"), *(str(e["cell"][k]) for k in keys),
+        t.add_row(str(e["run_id"] or "—"), *(str(e["cell"].get(k, "—")) for k in keys),
                   str(e["repetition"]),
                   "in the store already" if e["skipped"] else
                   "another shard's" if e["other_shard"] else

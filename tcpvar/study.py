@@ -40,6 +40,7 @@ OPTIONS = {
     "cc": ("cc", str, "cubic"),
     "rtt": ("rtt_ms", float, 100.0),
     "loss": ("loss_pct", float, 0.0),
+    "jitter": ("jitter_ms", float, 0.0),
     "bw": ("bw", str, "20mbit"),
     "buffer": ("buffer", str, "bdp"),
     "duration": ("duration_s", float, 20.0),
@@ -62,6 +63,7 @@ class Study:
     values: dict[str, list]             # key -> its values, in the order given
     repeat: int = 1
     shard: tuple[int, int] = (1, 1)     # this machine's part i of n (--shard i/n)
+    grid: list[dict] | None = None      # the cells, when not the product of values
 
     def swept(self) -> list[str]:
         """The keys given more than one value."""
@@ -174,12 +176,13 @@ def _one(key: str, value):
 
 
 def cells(study: Study) -> list[Cell]:
-    """The product of the study's values, the first key outermost; each cell
-    checked as `tcpvar run` checks its options."""
+    """The study's grid, else the product of its values, the first key
+    outermost; each cell checked as `tcpvar run` checks its options."""
     keys = list(study.values)
+    grid = [{k: _one(k, v) for k, v in g.items()} for g in study.grid] if study.grid else \
+        [dict(zip(keys, combo)) for combo in itertools.product(*(study.values[k] for k in keys))]
     out = []
-    for combo in itertools.product(*(study.values[k] for k in keys)):
-        chosen = dict(zip(keys, combo))
+    for chosen in grid:
         kwargs = {kw: chosen.get(k, default) for k, (kw, _, default) in OPTIONS.items()}
         try:
             params = make_params(repeat=study.repeat, **kwargs)
@@ -193,6 +196,8 @@ def cells(study: Study) -> list[Cell]:
 def cell_key(params: RunParams) -> str:
     d = params.to_json()
     d.pop("repeat")
+    if not d["jitter_ms"]:
+        d.pop("jitter_ms")      # as before --jitter existed: stored studies keep their cells
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import statistics
+import subprocess
 from pathlib import Path
 
 import duckdb
@@ -106,6 +108,50 @@ def test_compare_tables(study):
     rows = list(csv.DictReader(tcpvar_main("compare", "--study", "grid", "--by", "rtt",
                                            "--csv", cwd=tmp).stdout.splitlines()))
     assert [r["rtt"] for r in rows] == ["20.0", "40.0"] and {r["n"] for r in rows} == {"4"}
+
+
+def _tcptrace_rtt_p95(run_dir: Path, tmp: Path) -> float:
+    """The 95th percentile (linear between order statistics) of tcptrace's
+    raw RTT samples (-Z, whole ms) of the flow's data direction. tcptrace
+    does not read Linux cooked captures: the 20-byte SLL2 header is cut off
+    first (editcap), leaving raw IP."""
+    (flow,) = json.loads((run_dir / "manifest.json").read_text())["flows"]
+    work = tmp / f"rtt-{run_dir.name}"
+    work.mkdir()
+    subprocess.run(["editcap", "-C", "20", "-T", "rawip", str(run_dir / "sender.pcap"),
+                    "raw.pcap"], cwd=work, check=True, capture_output=True)
+    out = subprocess.run(["tcptrace", "-Z", "-n", "raw.pcap"], cwd=work, check=True,
+                         capture_output=True, text=True).stdout
+    (pair,) = re.findall(rf":{flow['src_port']} - \S+ \((\w2\w)\)", out)
+    xs = sorted(float(line.split()[1]) for line in (work / f"{pair}_rttraw.dat").open()
+                if re.fullmatch(r"\d+ \d+(\.\d+)?", line.strip()))
+    h = (len(xs) - 1) * 0.95
+    lo = int(h)
+    return xs[lo] + (xs[min(lo + 1, len(xs) - 1)] - xs[lo]) * (h - lo)
+
+
+def test_layouts_and_the_delay_figure(study):
+    """--layout variants holds each group's mean where its cc and rtt meet;
+    the figure's delay axis (rtt_p95_ms) agrees with tcptrace's RTT samples."""
+    tmp, doc = study
+    out = json.loads(tcpvar_main("compare", "--study", "grid", "--by", "cc,rtt", "--json",
+                                 cwd=tmp).stdout)
+    md = tcpvar_main("compare", "--study", "grid", "--by", "cc,rtt", "--layout", "variants",
+                     "--markdown", cwd=tmp).stdout.splitlines()
+    assert md[0] == "| cc: iperf3 Mbit/s | rtt 20 | rtt 40 |"
+    cells = {(ln.split(" | ")[0].strip("| "), col): ln.strip(" |").split(" | ")[i + 1]
+             for ln in md[2:] for i, col in enumerate((20.0, 40.0))}
+    for g in out["groups"]:
+        mean, half = g["mean"]["iperf3_mbps"], g["ci95"]["iperf3_mbps"]
+        assert cells[(g["key"]["cc"], g["key"]["rtt"])] == f"{mean:.2f} ± {half:.2f}"
+    by_run = {r: x for g in out["groups"] for r, x in zip(g["runs"], g["values"]["rtt_p95_ms"])}
+    for run in doc["runs"]:
+        truth = _tcptrace_rtt_p95(Path(run["dir"]), tmp)
+        assert by_run[run["run_id"]] == pytest.approx(truth, rel=0.03, abs=2.0), run["dir"]
+    r = tcpvar_main("compare", "--study", "grid", "--by", "cc", "--plot", "delay.svg", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    svg = (tmp / "delay.svg").read_text()
+    assert "throughput against delay" in svg and "cubic (n=4)" in svg and "reno (n=4)" in svg
 
 
 @pytest.mark.parametrize("df", sorted(T975))

@@ -2,24 +2,29 @@
 -- across runs. Per flow as in the run summary (the sender capture's data
 -- direction, rates over the flow's data transfer), then per run: the sum of
 -- the flows' throughput (all data sent), goodput (data sent once) and
--- iperf3's rate (bytes its receiver counted), their retransmitted packets, the mean of their average
--- RTTs, Jain's index over their goodputs (two flows or more) and, in
--- friendliness runs, the test flows' mean goodput over the Reno background
--- flow's.
+-- iperf3's rate (bytes its receiver counted), their retransmitted packets,
+-- the mean of their average RTTs, the 95th percentile of all their RTT
+-- samples (on the ACKs of their data: Pantheon's delay axis, as RTT),
+-- Jain's index over their goodputs (two flows or more) and, in friendliness
+-- runs, the test flows' mean goodput over the Reno background flow's, and
+-- iperf3's rates of the background flow (the first, in fairness and
+-- friendliness runs) and of the test flows (their mean): the paper's
+-- "connection 1" and "connection 2", or "Reno" and the variant; the mean
+-- of the flows' iperf3 rates, the link's utilisation (throughput over the
+-- bottleneck rate) and the packets the bottleneck queue dropped.
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
-    SELECT r.run_id, r.params ->> '$.mode' AS mode, f.flow, f.role, f.iperf_bps,
-           8 * s.data_bytes / nullif((s.data_last_ns - s.data_first_ns) / 1e9, 0)
-               AS throughput_bps,
-           8 * s.unique_bytes / nullif((s.data_last_ns - s.data_first_ns) / 1e9, 0)
-               AS goodput_bps,
-           s.retransmitted_packets, s.rtt_avg_ms
-    FROM runs r
-    JOIN flows f USING (run_id)
-    JOIN connections c ON c.capture_id = r.sender_capture AND c.conn = f.conn
-    JOIN conn_stats s ON s.capture_id = c.capture_id AND s.conn = c.conn
-                     AND s.dir = CASE WHEN c.a_port = f.src_port THEN 0 ELSE 1 END
-    WHERE list_contains($run_ids::INTEGER[], r.run_id)
+    SELECT * FROM flow_rates WHERE list_contains($run_ids::INTEGER[], run_id)
+), rtt AS (
+    SELECT f.run_id, quantile_cont(p.rtt_us, 0.95) / 1e3 AS rtt_p95_ms
+    FROM per_flow f
+    JOIN packets p ON p.capture_id = f.capture_id AND p.conn = f.conn AND p.dir <> f.dir
+    WHERE p.rtt_us IS NOT NULL
+    GROUP BY f.run_id
+), queue AS (
+    SELECT run_id, drops AS bottleneck_drops
+    FROM qdisc_stats
+    WHERE list_contains($run_ids::INTEGER[], run_id) AND router = 'rl' AND parent = '1:1'
 )
 SELECT run_id,
        sum(throughput_bps) / 1e6 AS throughput_mbps,
@@ -27,12 +32,21 @@ SELECT run_id,
        sum(iperf_bps) / 1e6 AS iperf3_mbps,
        sum(retransmitted_packets) AS retransmissions,
        avg(rtt_avg_ms) AS rtt_ms,
+       any_value(rtt.rtt_p95_ms) AS rtt_p95_ms,
        CASE WHEN count(*) > 1
             THEN sum(goodput_bps) ^ 2 / nullif(count(*) * sum(goodput_bps ^ 2), 0) END AS jain,
        CASE WHEN any_value(mode) = 'friendliness'
             THEN avg(goodput_bps) FILTER (WHERE role = 'test')
                  / nullif(max(goodput_bps) FILTER (WHERE role = 'background'), 0) END
-           AS friendliness
+           AS friendliness,
+       max(iperf_bps) FILTER (WHERE role = 'background') / 1e6 AS background_mbps,
+       CASE WHEN bool_or(role = 'background')
+            THEN avg(iperf_bps) FILTER (WHERE role = 'test') / 1e6 END AS test_mbps,
+       avg(iperf_bps) / 1e6 AS flow_mbps,
+       100 * sum(throughput_bps) / any_value(bw_bps) AS utilization_pct,
+       any_value(queue.bottleneck_drops) AS bottleneck_drops
 FROM per_flow
+LEFT JOIN rtt USING (run_id)
+LEFT JOIN queue USING (run_id)
 GROUP BY run_id
 ORDER BY run_id

@@ -194,3 +194,19 @@ SELECT t.run_id, any_value(t.flow) AS flow, t.cookie,
        count(*) FILTER (WHERE t.ca_state = 4) AS loss_events
 FROM probe_timeline t
 GROUP BY t.run_id, t.cookie;
+
+-- Per flow of a run: its data direction in the run's sender capture, and
+-- its rates over its data transfer (first to last data packet): all data
+-- sent (throughput) and data sent once (goodput), beside iperf3's rate.
+CREATE OR REPLACE VIEW flow_rates AS
+SELECT r.run_id, f.flow, f.role, f.cc, r.params ->> '$.mode' AS mode,
+       (r.params ->> '$.bw_bps')::DOUBLE AS bw_bps, f.iperf_bps,
+       c.capture_id, c.conn, s.dir,
+       8 * s.data_bytes / nullif((s.data_last_ns - s.data_first_ns) / 1e9, 0) AS throughput_bps,
+       8 * s.unique_bytes / nullif((s.data_last_ns - s.data_first_ns) / 1e9, 0) AS goodput_bps,
+       s.retransmitted_packets, s.rtt_avg_ms
+FROM runs r
+JOIN flows f USING (run_id)
+JOIN connections c ON c.capture_id = r.sender_capture AND c.conn = f.conn
+JOIN conn_stats s ON s.capture_id = c.capture_id AND s.conn = c.conn
+                 AND s.dir = CASE WHEN c.a_port = f.src_port THEN 0 ELSE 1 END;

@@ -1,6 +1,7 @@
 """Figures: matplotlib drawings of the data analyzers.figures gives, one
 module per family (tsg: time-sequence; kernel: cwnd, rtt, rto; rates:
-throughput, fairness; windows: ngwa, window). Every figure has the
+throughput, fairness; windows: ngwa, window; scatter: throughput against
+delay across runs, for `tcpvar compare --plot`). Every figure has the
 subject's title, a legend naming each flow, "no data" with the reason in
 an empty panel, and time in seconds on the subject's one axis. The format
 follows the file's extension: .png, .svg or .pdf."""
@@ -15,6 +16,7 @@ WIDTH_IN = 10           # 1500 px at 150 dpi: one time column of the data per pi
 DPI = 150
 TALL_IN = 16            # panels get lower beyond this height (many senders)
 LEGEND_INSIDE = 8       # entries a legend may have inside its panel
+LEGEND_BELOW = 12       # entries a legend below the panel names
 
 
 def panels(n: int, height_in: float = 3.2):
@@ -85,12 +87,28 @@ def finish(fig, axes, doc: dict, what: str) -> None:
         if len(handles) > LEGEND_INSIDE and len(axes) == 1:
             # many flows: a legend inside would hide the data (and "best"
             # costs a pass over every point per candidate place)
-            fig.legend(handles, labels, loc="outside lower center", ncols=2,
+            if len(handles) > LEGEND_BELOW:
+                from matplotlib.lines import Line2D
+
+                # beyond a dozen, a legend names some and counts the rest: a
+                # full one would be taller than the panel (and unreadable)
+                more = len(handles) - LEGEND_BELOW + 1
+                handles = [*handles[:LEGEND_BELOW - 1], Line2D([], [], linestyle="none")]
+                labels = [*labels[:LEGEND_BELOW - 1], f"… and {more} more (choose with --conn)"]
+            fig.legend(handles, labels, loc="outside lower center", ncols=3,
                        fontsize="small")
         elif handles:
             ax.legend(loc="best", fontsize="small")
     axes[-1].set_xlim(doc["from_s"], doc["to_s"])
     axes[-1].set_xlabel("time (s)")
+
+
+def finish_plain(fig, ax, title: str) -> None:
+    """Title, grid and legend of a figure whose x axis is not time."""
+    fig.suptitle(title, fontsize="medium")
+    ax.grid(True, alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="best", fontsize="small")
 
 
 def band(ax, rows, i: int, label: str, scale: float = 1.0, **style):
@@ -119,12 +137,12 @@ def band(ax, rows, i: int, label: str, scale: float = 1.0, **style):
 
 def draw(doc: dict):
     """The matplotlib figure of a figure's data."""
-    from . import kernel, rates, tsg, windows
+    from . import kernel, rates, scatter, tsg, windows
 
     painters = {"tsg": tsg.draw, "cwnd": kernel.draw_cwnd, "rtt": kernel.draw_rtt,
                 "rto": kernel.draw_rto, "throughput": rates.draw_throughput,
                 "fairness": rates.draw_fairness, "ngwa": windows.draw_ngwa,
-                "window": windows.draw_window}
+                "window": windows.draw_window, "scatter": scatter.draw_scatter}
     return painters[doc["kind"]](doc)
 
 

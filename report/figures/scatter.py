@@ -1,0 +1,40 @@
+"""Throughput against delay across runs, Pantheon's figure: a point per
+run, and per group (a variant, or whatever `tcpvar compare --by` groups) its
+mean with the 95 % confidence interval on both axes. The delay axis runs
+from high to low, so better is up and to the right."""
+from __future__ import annotations
+
+from . import color, finish_plain
+
+X, Y = "rtt_p95_ms", "iperf3_mbps"
+
+
+def label(key: dict) -> str:
+    return ", ".join(f"{v}" if k == "cc" else f"{k} {v}" for k, v in key.items()) or "all runs"
+
+
+def draw_scatter(doc: dict):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7, 5.5), layout="constrained")
+    ax = fig.subplots()
+    drawn = 0
+    for i, g in enumerate(doc["groups"]):
+        points = [(x, y) for x, y in zip(g["values"][X], g["values"][Y])
+                  if x is not None and y is not None]
+        if not points:
+            continue
+        drawn += 1
+        ax.scatter([x for x, _ in points], [y for _, y in points], color=color(i), alpha=0.45,
+                   s=18, linewidths=0)
+        ax.errorbar(g["mean"][X], g["mean"][Y], xerr=g["ci95"][X], yerr=g["ci95"][Y],
+                    color=color(i), marker="o", markersize=7, capsize=3,
+                    label=f"{label(g['key'])} (n={len(points)})")
+    if not drawn:
+        ax.text(0.5, 0.5, "no data: no complete run with RTT samples", transform=ax.transAxes,
+                ha="center", va="center", color="0.35")
+    ax.invert_xaxis()
+    ax.set_xlabel("95th percentile of the RTT samples (ms), better →")
+    ax.set_ylabel("throughput, iperf3 (Mbit/s)")
+    finish_plain(fig, ax, f"throughput against delay\n{doc['title']}")
+    return fig
