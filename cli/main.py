@@ -23,6 +23,7 @@ from .plot import plot
 from .probe import probe
 from .query import query
 from .report import report
+from .reproduce import reproduce
 from .run import run
 from .sweep import sweep
 from .wireshark import wireshark
@@ -46,6 +47,7 @@ def cli(ctx: click.Context, traceback: bool) -> None:
       tcpvar run --cc cubic --rtt 100
       tcpvar sweep --name rtts --cc cubic,reno --rtt 50,100 --repeat 3
       tcpvar compare --study rtts --by cc,rtt
+      tcpvar reproduce callegari2011 --scale smoke
       tcpvar load runs/20261121-130245-single-cubic-eeae5b-r1
       tcpvar analyze capture.pcapng
       tcpvar analyze --fairness --json run1.pcap
@@ -67,6 +69,7 @@ cli.add_command(plot)
 cli.add_command(probe)
 cli.add_command(query)
 cli.add_command(report)
+cli.add_command(reproduce)
 cli.add_command(run)
 cli.add_command(sweep)
 cli.add_command(wireshark)

@@ -1,7 +1,8 @@
 """Where tcpvar's own files are: the non-Python sources it builds at run
-time (the eBPF hook, the kernel patch series) — beside the package folders
-in a checkout or an editable install, inside the package once installed
-with `pip install .` — and the cache of what it builds and fetches."""
+time (the eBPF hook, the kernel patch series) and its study files (the
+papers' reproductions) — beside the package folders in a checkout or an
+editable install, inside the package once installed with `pip install .` —
+and the cache of what it builds and fetches."""
 from __future__ import annotations
 
 import os
@@ -9,11 +10,11 @@ from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
 # checkout folder -> where setup.cfg puts it in an installed package
-_INSTALLED = {"hooks": "hooks", "kernel-patches": "kernel_patches"}
+_INSTALLED = {"hooks": "hooks", "kernel-patches": "kernel_patches", "studies": "studies"}
 
 
 def source_dir(name: str) -> Path:
-    """hooks/ or kernel-patches/ of this tcpvar; the checkout's path when
+    """hooks/, kernel-patches/ or studies/ of this tcpvar; the checkout's path when
     neither copy exists, so a message can name what is missing."""
     checkout = _PACKAGE.parent / name
     if checkout.is_dir():

@@ -1,6 +1,6 @@
 """A plain (non-editable) `pip install .` into a throwaway virtual
 environment: the package carries what tcpvar builds at run time (the eBPF
-hook's sources, the kernel series) and analyses a capture as tshark counts it."""
+hook's sources, the kernel series, the study files) and analyses a capture as tshark counts it."""
 from __future__ import annotations
 
 import json
@@ -64,3 +64,21 @@ def test_analyze_runs_installed(venv, tmp_path):
     assert done.returncode == 0, done.stderr
     ours = sorted(c["total_packets"] for c in json.loads(done.stdout)["connections"])
     assert ours == sorted(c["frames"] for c in tshark_conversations(str(capture)))
+
+
+def test_reproductions_ship_with_the_package(venv, tmp_path):
+    """The installed package finds its reproduction files, the same bytes
+    as the checkout's."""
+    code = ("from tcpvar.resources import source_dir\n"
+            "print(source_dir('studies'))")
+    done = _run(venv, "python", "-c", code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    studies = done.stdout.strip()
+    assert studies.startswith(str(venv / "lib")), studies
+    for path in (ROOT / "studies").rglob("*.toml"):
+        rel = path.relative_to(ROOT / "studies")
+        assert path.read_bytes() == open(f"{studies}/{rel}", "rb").read(), rel
+    done = _run(venv, "tcpvar", "reproduce", "callegari2011", "--scale", "smoke", "--dry-run",
+                "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["runs"]) == 5
