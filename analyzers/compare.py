@@ -96,10 +96,8 @@ def compare(con, runs: list[dict], keys: list[str]) -> dict:
     for key, members in sorted(groups.items(), key=lambda kv: [_order(v) for v in kv[0]]):
         ids = [r["run_id"] for r in members]
         values = {m: [metrics.get(i, {}).get(m) for i in ids] for m in METRICS}
-        stats = {m: mean_ci95(v) for m, v in values.items()}
         out.append({"key": dict(zip(keys, key)), "n": len(ids), "runs": ids,
-                    "mean": {m: s[0] for m, s in stats.items()},
-                    "ci95": {m: s[1] for m, s in stats.items()}, "values": values})
+                    **_mean_ci95(values), "values": values})
     return {"by": keys, "groups": out, "metrics": list(METRICS),
             "left_out": [{"run_id": r["run_id"], "name": r["name"], "status": r["status"]}
                          for r in runs if r["status"] != "complete"]}
@@ -128,10 +126,16 @@ def metrics_by_cell(con, study: str) -> dict[str, dict]:
     out = {}
     for cell, members in runs.items():
         names = {m for r in members for m in metrics.get(r, {})} - {"run_id"}
-        stats = {m: mean_ci95([metrics.get(r, {}).get(m) for r in members]) for m in names}
-        out[cell] = {"runs": members, "mean": {m: s[0] for m, s in stats.items()},
-                     "ci95": {m: s[1] for m, s in stats.items()}}
+        out[cell] = {"runs": members, **_mean_ci95(
+            {m: [metrics.get(r, {}).get(m) for r in members] for m in names})}
     return out
+
+
+def _mean_ci95(values: dict[str, list]) -> dict:
+    """Per metric, the mean of its values and its CI half-width."""
+    stats = {m: mean_ci95(v) for m, v in values.items()}
+    return {"mean": {m: s[0] for m, s in stats.items()},
+            "ci95": {m: s[1] for m, s in stats.items()}}
 
 
 def _metrics(con, run_ids: list[int]) -> dict[int, dict]:

@@ -172,7 +172,6 @@ def planned(scale: Scale, tables: list[PaperTable]) -> list[Planned]:
     return out
 
 
-
 def _options(d: dict) -> dict:
     return {k: v for k, v in d.items() if k not in ROW_KEYS}
 
@@ -201,7 +200,7 @@ def _mix(mix: dict[str, int], max_flows: int) -> dict:
     variant (in that order), each variant's count cut in proportion when
     all of them are more than max_flows."""
     total = sum(mix.values())
-    counts = {cc: n for cc, n in mix.items()}
+    counts = dict(mix)
     if total > max_flows:
         counts = {cc: max(1, n * max_flows // total) for cc, n in mix.items()}
         for cc in list(counts)[:max_flows - sum(counts.values())]:
@@ -279,7 +278,8 @@ class Outcome:
         # cells() keeps the grid's order; a grid entry is a planned cell's values
         digest = {json.dumps(g, sort_keys=True): c.key
                   for g, c in zip(self.study.grid, cells(self.study))}
-        keys = {id(c): digest[json.dumps(c.values, sort_keys=True)] for c in self.cells}
+        keys = {(c.table.id, c.row, c.column): digest[json.dumps(c.values, sort_keys=True)]
+                for c in self.cells}
         return {
             "reproduction": self.repro.name, "paper": self.repro.paper,
             "seed": self.repro.seed, "paper_repeats": self.repro.paper_repeats,
@@ -296,9 +296,7 @@ class Outcome:
                 continue
             cells_ = []
             for i, column in enumerate(t.columns[:self.scale.columns]):
-                planned_ = [c for c in self.cells
-                            if c.table is t and c.row == row["label"] and c.column == i]
-                got = by_cell.get(keys[id(planned_[0])] if planned_ else None,
+                got = by_cell.get(keys.get((t.id, row["label"], i)),
                                   {"runs": [], "mean": {}, "ci95": {}})
                 for j, m in enumerate(t.measures):
                     # a row `of` a variant reads that variant's part of the run
