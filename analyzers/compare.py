@@ -13,9 +13,9 @@ from tcpvar.errors import UsageError
 
 from .sqlfiles import sql
 
-METRICS = ("throughput_mbps", "goodput_mbps", "iperf3_mbps", "retransmissions", "rtt_ms",
-           "rtt_p95_ms", "jain", "friendliness", "background_mbps", "test_mbps", "flow_mbps",
-           "utilization_pct", "bottleneck_drops")
+METRICS = ("throughput_mbps", "goodput_mbps", "system_goodput_mbps", "iperf3_mbps",
+           "retransmissions", "rtt_ms", "rtt_p95_ms", "jain", "friendliness",
+           "background_mbps", "test_mbps", "flow_mbps", "utilization_pct", "bottleneck_drops")
 
 
 def _schedule(p: dict) -> str:

@@ -12,8 +12,9 @@ from tcpvar import tools
 from tcpvar.errors import TestbedError
 
 # what the testbed runs, on either backend (the micro-VM runs the host's
-# programs over its read-only view of the host's files)
-TESTBED_TOOLS = ("ip", "tc", "ethtool", "iperf3", "tcpdump", "ss", "sysctl")
+# programs over its read-only view of the host's files); sysctls and offloads
+# are written by tcpvar itself (nsctl.py)
+TESTBED_TOOLS = ("ip", "tc", "iperf3", "tcpdump", "ss")
 
 
 def need_root() -> None:

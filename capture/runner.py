@@ -20,7 +20,7 @@ from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TcpvarError, TestbedError
 from tcpvar.progress import Progress, Reporter, ignore
 
-from . import traffic
+from . import nsctl, traffic
 from .netns import TESTBED_TOOLS, need_root, need_tools, run
 from .params import MTU, Flow, RunParams
 from .testbed import OFFLOADS
@@ -39,6 +39,7 @@ RECORDED_SYSCTLS = (
     "net.ipv4.tcp_ngwa_alpha", "net.ipv4.tcp_wbrto", "net.ipv4.tcp_wbrto_scale",
     "net.ipv4.tcp_wbrto_unit_ms",
 )
+SAMPLED_PER_S = 4             # flows whose `ss -ti` the live display reads each second
 SETTLE_S = 1.0                # time for the last ACKs to come back before captures stop
 
 
@@ -205,26 +206,35 @@ class Run:
             name=f"client{f}")
 
     def _sampler(self, t0: float, clients: dict, stop: threading.Event) -> None:
-        """Once a second, a sample of every flow for the live display and
-        progress.jsonl; in its own thread, as `ss` in N namespaces can take
-        longer than the flows' start schedule may wait."""
-        last: dict[int, tuple[float, int]] = {}
+        """Once a second, a sample for the live display and progress.jsonl;
+        in its own thread, as `ss` in N namespaces can take longer than the
+        flows' start schedule may wait."""
+        last: dict = {}      # flow: (time, bytes acked); ("shown", flow): its values
+        tick = 0
         with open(self.dir / layout.PROGRESS, "w") as samples:
             while not stop.wait(1.0):
-                sample = self._sample(time.monotonic() - t0, dict(clients), last)
+                sample = self._sample(time.monotonic() - t0, dict(clients), last, tick)
+                tick += 1
                 samples.write(json.dumps(sample) + "\n")
                 samples.flush()
                 self.progress(Progress("running", sample["elapsed_s"], sample["total_s"],
                                        "s", data=sample))
 
-    def _sample(self, now: float, clients: dict, last: dict) -> dict:
-        """Per-flow throughput, cwnd and RTT from `ss -ti` in each sender."""
+    def _sample(self, now: float, clients: dict, last: dict, tick: int) -> dict:
+        """Throughput, cwnd and RTT from `ss -ti` in the senders of
+        SAMPLED_PER_S flows, the next ones in turn each second (a process
+        costs about 0.2 s of the VM's CPU, which the flows need); a flow
+        not sampled this time keeps the values of its last sample."""
         flows = []
-        for fe in self.flows:
+        n = len(self.flows)
+        turn = {(tick * SAMPLED_PER_S + k) % n for k in range(min(SAMPLED_PER_S, n))}
+        for i, fe in enumerate(self.flows):
             f = fe.flow.flow
             info = {"flow": f, "cc": fe.flow.cc, "bps": None, "cwnd": None, "rtt_ms": None,
                     "running": f in clients and clients[f].poll() is None}
-            if info["running"]:
+            if info["running"] and i not in turn:
+                info.update(last.get(("shown", f), {}))
+            elif info["running"]:
                 text = run(["ss", "-tinH", "state", "established", "sport", "=",
                             f":{fe.sport}"], ns=self.net.sender(f), check=False)
                 acked = _ss_field(text, r"bytes_acked:(\d+)")
@@ -235,6 +245,7 @@ class Run:
                     last[f] = (now, int(acked))
                 info["cwnd"] = _ss_field(text, r"\bcwnd:(\d+)")
                 info["rtt_ms"] = _ss_field(text, r"\brtt:([0-9.]+)/")
+                last[("shown", f)] = {k: info[k] for k in ("bps", "cwnd", "rtt_ms")}
             flows.append(info)
         return {"phase": "running", "elapsed_s": round(now, 2),
                 "total_s": self.params.duration_s, "repetition": self.repetition,
@@ -291,11 +302,7 @@ class Run:
         }
 
     def _sysctls(self) -> dict:
-        ns = self.net.sender(1)
-        out = {}
-        for key in RECORDED_SYSCTLS:
-            out[key] = run(["sysctl", "-n", key], ns=ns, check=False).strip() or None
-        return out
+        return nsctl.read_sysctls(self.net.sender(1), RECORDED_SYSCTLS)
 
     def _write_manifest(self) -> None:
         layout.write_manifest(self.dir, self.manifest)

@@ -15,6 +15,7 @@ from rich.table import Table
 # metric -> heading and digits after the point
 HEADINGS = {
     "throughput_mbps": ("throughput Mbit/s", 2), "goodput_mbps": ("goodput Mbit/s", 2),
+    "system_goodput_mbps": ("system goodput Mbit/s", 2),
     "iperf3_mbps": ("iperf3 Mbit/s", 2), "retransmissions": ("retransmitted pkts", 1),
     "rtt_ms": ("RTT ms", 1), "rtt_p95_ms": ("RTT p95 ms", 1), "jain": ("Jain", 3),
     "friendliness": ("vs Reno", 2),

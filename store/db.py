@@ -20,6 +20,10 @@ def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
 
+def _views() -> str:
+    return resources.files("tcpvar.analyzers").joinpath("sql/views.sql").read_text()
+
+
 class Store:
     """A tcpvar workspace database (default ./tcpvar.duckdb)."""
 
@@ -36,14 +40,18 @@ class Store:
         if not read_only:
             self._apply_schema()
         self._check_version()
+        if read_only:
+            # this tcpvar's views, in memory: a store written by an older
+            # tcpvar keeps its own, which may lack columns
+            self.con.execute(_views().replace("CREATE OR REPLACE VIEW",
+                                              "CREATE OR REPLACE TEMP VIEW"))
         if not read_only:
             self._drop_partial_captures()
 
     def _apply_schema(self) -> None:
         self.con.execute(resources.files("tcpvar.store").joinpath("schema.sql").read_text())
         # the analyzers' views over the tables, replaced on every open
-        self.con.execute(
-            resources.files("tcpvar.analyzers").joinpath("sql/views.sql").read_text())
+        self.con.execute(_views())
         self.con.execute(
             "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
             [SCHEMA_VERSION],

@@ -39,10 +39,8 @@ RUN_TOOL_USE = {
     "ip": "the namespaces and veth pairs",
     "tc": "the bottleneck queue and netem",
     "ss": "waiting for iperf3's servers",
-    "ethtool": "turning offloads off, so captures show wire-sized segments",
     "iperf3": "the flows",
     "tcpdump": "the captures",
-    "sysctl": "the hosts' TCP settings",
 }
 VM_TOOL_USE = {
     "vng": "virtme-ng boots the guest",

@@ -78,6 +78,8 @@ class Reproduction:
     row_heading: str
     scales: dict[str, Scale]
     tables: list[PaperTable]
+    kernel: str | None = None           # every run's kernel ("patched": the mechanism's
+    #                                     baseline rows run on it with the mechanism off)
 
 
 @dataclass
@@ -111,8 +113,11 @@ def _reproduction(name: str, doc: dict) -> Reproduction:
     default_rows = [{"label": v, "cc": v} for v in doc.get("variants", [])]
     tables = [_table(t, default_rows) for t in doc["table"]]
     scales = {s: _scale(s, doc["scale"][s]) for s in SCALES}
+    kernel = doc.get("kernel")
+    if kernel not in (None, "stock", "patched"):
+        raise ValueError(f"kernel = {kernel!r}: stock or patched")
     return Reproduction(name, doc["paper"], doc["seed"], int(doc["paper_repeats"]),
-                        doc.get("row_heading", "variant"), scales, tables)
+                        doc.get("row_heading", "variant"), scales, tables, kernel)
 
 
 def _table(t: dict, default_rows: list[dict]) -> PaperTable:
@@ -327,5 +332,5 @@ def reproduce(name: str, scale_name: str, only: list[str], *, db_path: str, dry_
     if dry_run:
         result = preview(db_path, study)
     else:
-        result = sweep(db_path, study, backend, None, out_dir, boot_timeout_s, progress)
+        result = sweep(db_path, study, backend, repro.kernel, out_dir, boot_timeout_s, progress)
     return Outcome(repro, scale, study, tables, cells_, result)

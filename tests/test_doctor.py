@@ -19,7 +19,7 @@ from tcpvar.errors import ExitStatus
 from conftest import ROOT
 
 GROUP_IDS = ["analyze", "netns", "vm", "probe", "kernel", "wireshark", "peers"]
-RUN_TOOLS = ("ip", "tc", "ss", "ethtool", "iperf3", "tcpdump", "sysctl")
+RUN_TOOLS = ("ip", "tc", "ss", "iperf3", "tcpdump")
 HIDDEN = ("tshark", "iperf3")
 
 

@@ -1,7 +1,8 @@
 """`tcpvar reproduce`: the papers' numbers as the seed files print them,
 scales as a hand computation gives them, and the smoke scale of
 callegari2011 run in the micro-VM, tcpvar's values checked against the run
-folders (iperf3's JSON; goodputs from tshark on the sender capture)."""
+folders (iperf3's JSON; goodputs from tshark's sequence numbers in the sender
+capture)."""
 from __future__ import annotations
 
 import json
@@ -150,24 +151,38 @@ def _iperf_mbps(run_dir: Path, flow: int) -> float:
     return doc["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
-def _goodputs(run_dir: Path) -> list[float]:
-    """Each flow's data sent once per second of its transfer, from tshark:
-    bytes of the segments it does not mark as retransmissions, over the
-    time from the flow's first to its last data segment."""
+def _data_segments(run_dir: Path) -> dict[int, list[tuple[float, int, int]]]:
+    """Per flow, its data segments in the sender capture, from tshark:
+    (time, relative sequence number, payload bytes)."""
     flows = json.loads((run_dir / "manifest.json").read_text())["flows"]
     out = subprocess.run(
         ["tshark", "-r", str(run_dir / "sender.pcap"), "-Y", "tcp.len > 0", "-T", "fields",
-         "-e", "frame.time_epoch", "-e", "tcp.srcport", "-e", "tcp.len",
-         "-e", "tcp.analysis.retransmission", "-e", "tcp.analysis.fast_retransmission",
-         "-e", "tcp.analysis.spurious_retransmission"],
+         "-e", "frame.time_epoch", "-e", "tcp.srcport", "-e", "tcp.seq", "-e", "tcp.len"],
         capture_output=True, text=True, check=True).stdout
+    rows = [ln.split("\t") for ln in out.splitlines()]
+    return {f["flow"]: [(float(r[0]), int(r[2]), int(r[3])) for r in rows
+                        if r[1] == str(f["src_port"])] for f in flows}
+
+
+def _sent_once(segs: list[tuple[float, int, int]]) -> int:
+    """Bytes of the sequence space the segments cover (a byte sent again
+    counts once): the union of their [seq, seq + len) ranges."""
+    total, end = 0, None
+    for _, seq, n in sorted(segs, key=lambda s: s[1]):
+        start = seq if end is None else max(seq, end)
+        if seq + n > start:
+            total += seq + n - start
+        end = seq + n if end is None else max(end, seq + n)
+    return total
+
+
+def _goodputs(run_dir: Path) -> list[float]:
+    """Each flow's data sent once per second of its transfer, over the
+    time from its first to its last data segment."""
     rates = []
-    for f in flows:
-        rows = [ln.split("\t") for ln in out.splitlines()
-                if ln.split("\t")[1] == str(f["src_port"])]
-        times = [float(r[0]) for r in rows]
-        once = sum(int(r[2]) for r in rows if not any(r[3:]))
-        rates.append(8 * once / (max(times) - min(times)))
+    for segs in _data_segments(run_dir).values():
+        times = [t for t, _, _ in segs]
+        rates.append(8 * _sent_once(segs) / (max(times) - min(times)))
     return rates
 
 
@@ -201,6 +216,29 @@ def test_smoke_puts_tcpvar_beside_the_paper(smoke):
                 assert got["mean"] == pytest.approx(truth, rel=1e-9), (t["id"], row, c)
                 seen += 1
     assert seen == 2 + 2 * 3 + 2      # Table 2: 2 cells; Table 8: 2 x 3; Table 10: 2
+
+
+def test_system_goodput_and_utilisation_span_all_flows(smoke):
+    """Per run, as tshark sees the sender capture: the data all flows sent
+    once (system goodput), and all data (utilisation, over the bottleneck
+    rate), each over the time from the first data segment of any flow to
+    the last: a sum of the flows' own rates would count twice the time
+    only one of them sends."""
+    tmp, doc = smoke
+    for run in doc["runs"]:
+        flows = _data_segments(Path(run["dir"])).values()
+        segs = [s for flow in flows for s in flow]
+        span = max(t for t, _, _ in segs) - min(t for t, _, _ in segs)
+        once = sum(_sent_once(flow) for flow in flows)
+        sent = sum(n for _, _, n in segs)
+        bw = json.loads((Path(run["dir"]) / "manifest.json").read_text())["params"]["bw_bps"]
+        r = tcpvar_main("compare", "--run", run["run_id"], "--by", "cc", "--json", cwd=tmp)
+        assert r.returncode == 0, r.stderr
+        (group,) = json.loads(r.stdout)["groups"]
+        assert group["mean"]["system_goodput_mbps"] == pytest.approx(8 * once / span / 1e6,
+                                                                     rel=1e-6), run["cell"]
+        assert group["mean"]["utilization_pct"] == pytest.approx(100 * 8 * sent / span / bw,
+                                                                 rel=1e-6), run["cell"]
 
 
 def test_smoke_resumes_and_renders(smoke):

@@ -2,7 +2,10 @@
 -- across runs. Per flow as in the run summary (the sender capture's data
 -- direction, rates over the flow's data transfer), then per run: the sum of
 -- the flows' throughput (all data sent), goodput (data sent once) and
--- iperf3's rate (bytes its receiver counted), their retransmitted packets,
+-- iperf3's rate (bytes its receiver counted); the system goodput (Psaras &
+-- Tsaoussidis, eq. 8: the data all flows sent once over the time from the
+-- first flow's first data to the last one's last, which with staggered
+-- flows, unlike the sum of the flows' rates, cannot exceed the link); their retransmitted packets,
 -- the mean of their average RTTs, the 95th percentile of all their RTT
 -- samples (on the ACKs of their data: Pantheon's delay axis, as RTT),
 -- Jain's index over their goodputs (two flows or more) and, in friendliness
@@ -10,8 +13,8 @@
 -- iperf3's rates of the background flow (the first, in fairness and
 -- friendliness runs) and of the test flows (their mean): the paper's
 -- "connection 1" and "connection 2", or "Reno" and the variant; the mean
--- of the flows' iperf3 rates, the link's utilisation (throughput over the
--- bottleneck rate) and the packets the bottleneck queue dropped.
+-- of the flows' iperf3 rates, the link's utilisation (all data sent over
+-- the same span as the system goodput, over the bottleneck rate) and the packets the bottleneck queue dropped.
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
     SELECT * FROM flow_rates WHERE list_contains($run_ids::INTEGER[], run_id)
@@ -29,6 +32,8 @@ WITH per_flow AS (
 SELECT run_id,
        sum(throughput_bps) / 1e6 AS throughput_mbps,
        sum(goodput_bps) / 1e6 AS goodput_mbps,
+       8 * sum(unique_bytes) / nullif((max(data_last_ns) - min(data_first_ns)) / 1e9, 0) / 1e6
+           AS system_goodput_mbps,
        sum(iperf_bps) / 1e6 AS iperf3_mbps,
        sum(retransmitted_packets) AS retransmissions,
        avg(rtt_avg_ms) AS rtt_ms,
@@ -43,7 +48,8 @@ SELECT run_id,
        CASE WHEN bool_or(role = 'background')
             THEN avg(iperf_bps) FILTER (WHERE role = 'test') / 1e6 END AS test_mbps,
        avg(iperf_bps) / 1e6 AS flow_mbps,
-       100 * sum(throughput_bps) / any_value(bw_bps) AS utilization_pct,
+       100 * 8 * sum(data_bytes) / nullif((max(data_last_ns) - min(data_first_ns)) / 1e9, 0)
+           / any_value(bw_bps) AS utilization_pct,
        any_value(queue.bottleneck_drops) AS bottleneck_drops
 FROM per_flow
 LEFT JOIN rtt USING (run_id)

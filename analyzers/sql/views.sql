@@ -204,7 +204,8 @@ SELECT r.run_id, f.flow, f.role, f.cc, r.params ->> '$.mode' AS mode,
        c.capture_id, c.conn, s.dir,
        8 * s.data_bytes / nullif((s.data_last_ns - s.data_first_ns) / 1e9, 0) AS throughput_bps,
        8 * s.unique_bytes / nullif((s.data_last_ns - s.data_first_ns) / 1e9, 0) AS goodput_bps,
-       s.retransmitted_packets, s.rtt_avg_ms
+       s.retransmitted_packets, s.rtt_avg_ms, s.data_bytes, s.unique_bytes, s.data_first_ns,
+       s.data_last_ns
 FROM runs r
 JOIN flows f USING (run_id)
 JOIN connections c ON c.capture_id = r.sender_capture AND c.conn = f.conn
