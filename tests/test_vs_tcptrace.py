@@ -21,6 +21,7 @@ FIELDS = {
     "rexmt data pkts": ("retransmitted_packets", EXACT),
     "rexmt data bytes": ("retransmitted_bytes", EXACT),
     "outoforder pkts": ("out_of_order_packets", EXACT),
+    "missed data": ("missed_bytes", EXACT),
     "pure acks sent": ("pure_acks", EXACT),
     "sack pkts sent": ("sack_packets", EXACT),
     "zero win adv": ("zero_window_adverts", EXACT),
@@ -56,6 +57,14 @@ UNREADABLE_BY_TCPTRACE = {
     "suricata__detect-ipopts.pcap": "link type 228 (raw IPv4)",
     "sll2.pcap": "link type 276 (Linux SLL2)",
 }
+
+
+# tcptrace's missed data is its stream length (the FIN's sequence number
+# less the SYN's, less one) less its unique bytes; in a direction that sent
+# a RST it takes the highest number seen instead of the FIN's (output.c),
+# which puts its count one byte off either way (2^64 - 1 for -1). tcpvar
+# counts the gaps in what the capture saw, RST or not: compared only in
+# directions without a RST.
 
 
 def _dupacks_agree(ours: int, theirs: float, acker: dict) -> bool:
@@ -119,6 +128,8 @@ def test_agrees_with_tcptrace(path, analyzed, tmp_path):
                 if value is None or field in known:
                     continue
                 mine = c[direction][field] or 0
+                if field == "missed_bytes" and c[direction]["rst"]:
+                    continue    # tcptrace's stream then ends at a RST's number (above)
                 if field == "duplicate_acks":   # counted for the sender, sent by the other side
                     ok = _dupacks_agree(mine, value, c["b2a" if direction == "a2b" else "a2b"])
                 else:

@@ -692,6 +692,8 @@ static uint16_t sender_seq(struct tv_flows *f, struct conn *c, int dir,
 		again = ov_end - s - filled;
 		fresh += filled;
 		if (filled) {
+			/* seen after all: missed are the bytes never seen */
+			st->missed_bytes -= (uint64_t)filled;
 			ring_mark_after(me, ov_end);
 			if (filled == ov_end - s)	/* a pure gap fill: time it too */
 				ring_insert(me, ring_find(me, s), s, ov_end, ts);
