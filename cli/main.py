@@ -1,7 +1,8 @@
 """The `tcpvar` command group and its error handling.
 
 main() maps every outcome to an exit status (tcpvar.errors.ExitStatus): a
-TcpvarError prints its one-line message, Ctrl-C exits 130, and anything
+TcpvarError prints its one-line message, Ctrl-C (and, through entry(),
+SIGTERM and SIGHUP) exits 130, and anything
 unexpected is reported as an internal error (--traceback shows it).
 """
 from __future__ import annotations
@@ -104,4 +105,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
+    """The tcpvar command: SIGTERM and SIGHUP (a `kill`, a closed terminal)
+    unwind like Ctrl-C, so a run or a sweep still removes its namespaces and
+    its micro-VM and stores what it finished."""
+    from tcpvar.capture.testbed import interrupt_on_signals
+
+    interrupt_on_signals()
     sys.exit(main())

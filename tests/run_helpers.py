@@ -26,8 +26,9 @@ def tcpvar_run(tmp_path: Path, *args, timeout: float = 900):
     return proc.returncode, doc, proc.stderr
 
 
-def interrupted_run(tmp_path: Path, *args, samples: int = 3, wait_s: float = 300):
-    """`tcpvar run --json` stopped with SIGINT once its flows have run for
+def interrupted_run(tmp_path: Path, *args, samples: int = 3, wait_s: float = 300,
+                    sig: int = signal.SIGINT):
+    """`tcpvar run --json` stopped with @sig once its flows have run for
     @samples seconds: (exit status, JSON document or None, stderr)."""
     proc = subprocess.Popen(_command(tmp_path, args), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -37,7 +38,7 @@ def interrupted_run(tmp_path: Path, *args, samples: int = 3, wait_s: float = 300
         if found and len(found[0].read_text().splitlines()) >= samples:
             break
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
     return proc.returncode, json.loads(out) if out.strip() else None, err
 

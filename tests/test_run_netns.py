@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -177,9 +178,12 @@ def test_bandwidth_schedule_shows_in_the_series(tmp_path):
     assert (folder / "report.html").read_text().count("<img ") == len(drawn)
 
 
-def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=lambda s: s.name)
+def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path, sig):
+    """Ctrl-C, a `kill` and a closed terminal alike."""
     rc, doc, err = interrupted_run(tmp_path, "--backend", "netns", "--rtt", 0, "--buffer", 60,
-                                   "--duration", 60)
+                                   "--duration", 60, sig=sig)
     assert rc == 130, err
     assert err.strip().splitlines()[-1].startswith("tcpvar: error: interrupted")
     (run,) = doc["runs"]
