@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tcpvar import signals
 from tcpvar.errors import TestbedError
 from tcpvar.progress import Progress, Reporter
 
@@ -31,7 +32,7 @@ from .netns import Processes, run, run_batch
 # the emulated wire and the qdiscs queue real packets, not super-packets
 OFFLOADS = ("tso", "gso", "gro", "lro")
 # a cleanup half done is worse than a late Ctrl-C
-_CLEANUP_BLOCKS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+_CLEANUP_BLOCKS = set(signals.UNWINDING)
 
 
 def new_tag() -> str:
@@ -44,20 +45,10 @@ def existing_namespaces(prefix: str = "tcpvar-") -> list[str]:
             if line.strip() and line.split()[0].startswith(prefix)]
 
 
-def interrupt_on_signals() -> None:
-    """SIGTERM and SIGHUP unwind like Ctrl-C, through the `with` blocks that
-    remove the testbed (scripts that own their process call this)."""
-    def on_signal(signum, _frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-
-
 def run_script(main) -> None:
     """Exit with what @main() returns; Ctrl-C, SIGTERM and SIGHUP unwind its
     testbeds and end it with status 130 (the scripts of fixtures/ and bench/)."""
-    interrupt_on_signals()
+    signals.unwind_on_signals()
     try:
         sys.exit(main())
     except KeyboardInterrupt as exc:

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from tcpvar import __version__
+from tcpvar import __version__, signals
 from tcpvar.errors import ExitStatus, TcpvarError
 
 from .analyze import analyze
@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return ExitStatus.OK
     except Exception as exc:  # a bug: say so in one line unless asked for more
+        if signals.received is not None:   # a library's own words for the interrupt
+            terminal.error("interrupted; the store keeps what was complete before")
+            return ExitStatus.INTERRUPTED
         if want_traceback:
             raise
         terminal.error(f"internal error: {type(exc).__name__}: {exc} "
@@ -108,7 +111,5 @@ def entry() -> None:
     """The tcpvar command: SIGTERM and SIGHUP (a `kill`, a closed terminal)
     unwind like Ctrl-C, so a run or a sweep still removes its namespaces and
     its micro-VM and stores what it finished."""
-    from tcpvar.capture.testbed import interrupt_on_signals
-
-    interrupt_on_signals()
+    signals.unwind_on_signals()
     sys.exit(main())

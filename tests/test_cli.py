@@ -7,8 +7,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -195,12 +199,26 @@ def test_store_drops_a_killed_load(tmp_path):
         assert store.con.execute("SELECT count(*) FROM captures").fetchone()[0] == 0
 
 
+def _wait_until_reading(proc: subprocess.Popen, path: Path, timeout_s: float = 60) -> None:
+    """Until @proc has @path open or mapped: it is reading the capture (the
+    store is opened before), whatever the machine's speed."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "it ended before it was seen reading"
+        try:
+            fds = [os.readlink(f) for f in Path(f"/proc/{proc.pid}/fd").iterdir()]
+            maps = Path(f"/proc/{proc.pid}/maps").read_text()
+        except OSError:             # a descriptor closed while listed
+            continue
+        if str(path) in fds or str(path) in maps:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"{path} was not opened within {timeout_s} s")
+
+
 def test_ctrl_c_during_a_real_load(tmp_path, db):
     """SIGINT while a 2-million-packet capture loads: exit status 130, one
     line, and the store holds exactly what it held before."""
-    import signal
-    import time
-
     big = tmp_path / "big.pcap"
     subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(big)]
                    + [str(FIXTURES / "iperf_bulk_loss.pcap")] * 100, check=True)
@@ -208,7 +226,7 @@ def test_ctrl_c_during_a_real_load(tmp_path, db):
     proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", "analyze", "--db", str(db),
                              "-q", str(big)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-    time.sleep(0.8)
+    _wait_until_reading(proc, big)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
