@@ -4,12 +4,11 @@ per-interval index and a pair's friendliness recomputed by hand from
 tshark's sequence numbers."""
 from __future__ import annotations
 
-import bisect
 import math
-import subprocess
 
 import pytest
 
+import tshark_truth as truth
 from tcpvar.analyzers import fairness
 
 from conftest import FIXTURES
@@ -42,69 +41,7 @@ def test_friendliness_table10():
     assert vegas["percent_difference"] == pytest.approx(1243.6, abs=0.1)
 
 
-def _tshark_segments(path):
-    """tshark's view of a capture: its first record's time (ns); per
-    (source address, source port) the data segments as (time ns, relative
-    sequence number, payload bytes) in capture order; and per sender the
-    time from its connection's first packet to its last, either direction
-    (seconds)."""
-    out = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e", "frame.time_epoch",
-                          "-e", "ip.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e",
-                          "tcp.dstport", "-e", "tcp.seq", "-e", "tcp.len"],
-                         capture_output=True, text=True, check=True).stdout
-    first, by_sender, span = None, {}, {}
-    for line in out.splitlines():
-        t, src, sport, dst, dport, seq, n = line.split("\t")
-        secs, _, frac = t.partition(".")
-        ns = int(secs) * 10**9 + int(frac.ljust(9, "0")[:9])
-        first = ns if first is None else first
-        if not sport:               # not TCP over IPv4
-            continue
-        conn = frozenset({(src, int(sport)), (dst, int(dport))})
-        lo, hi = span.get(conn, (ns, ns))
-        span[conn] = (min(lo, ns), max(hi, ns))
-        if n and int(n) > 0:
-            by_sender.setdefault((src, int(sport)), []).append((ns, int(seq), int(n)))
-    duration = {}
-    for k in by_sender:
-        lo, hi = next(v for c, v in span.items() if k in c)
-        duration[k] = (hi - lo) / 1e9
-    return first, by_sender, duration
-
-
-def _new_data(segs):
-    """Each segment with whether it carries only bytes never sent before
-    (a segment overlapping earlier ones is a retransmission, whole)."""
-    starts, ends = [], []           # disjoint ranges sent so far, sorted
-    for t, seq, n in segs:
-        i = bisect.bisect_right(starts, seq)
-        fresh = (i == 0 or ends[i - 1] <= seq) and (i == len(starts) or starts[i] >= seq + n)
-        lo, hi, j = seq, seq + n, i
-        if i and ends[i - 1] >= seq:            # merge with the range before
-            i -= 1
-            lo = starts[i]
-        while j < len(starts) and starts[j] <= hi:
-            hi = max(hi, ends[j])
-            j += 1
-        starts[i:j], ends[i:j] = [lo], [max(hi, ends[i] if i < j else hi)]
-        yield t, seq, n, fresh
-
-
-def _covered_bytes(segs) -> int:
-    total, end = 0, None
-    for _, seq, n in sorted(segs, key=lambda s: s[1]):
-        start = seq if end is None else max(seq, end)
-        total += max(0, seq + n - start)
-        end = seq + n if end is None else max(end, seq + n)
-    return total
-
-
-def _hand_jain(xs) -> float:
-    xs = list(xs)
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
-
-
-def _sender_of(flow: dict) -> tuple:
+def _sender_of(flow: dict) -> truth.Sender:
     host, _, port = flow["sender"].rpartition(":")
     return host.strip("[]"), int(port)
 
@@ -115,28 +52,18 @@ def test_fairness_of_four_real_flows(analyzed):
     space covered over the connection's first to last packet; per interval,
     the bytes of the segments that send nothing twice (tcpvar's series)."""
     path = FIXTURES / "iperf_4flows.pcap"
-    doc = analyzed(path, fairness=True)
-    result = doc["fairness"]
-    first, by_sender, duration = _tshark_segments(path)
+    result = analyzed(path, fairness=True)["fairness"]
+    cap = truth.read(path)
     # iperf3's two control connections carry a few hundred bytes: not flows
-    bulk = {k: v for k, v in by_sender.items() if sum(n for _, _, n in v) > 10**6}
+    bulk = [k for k, v in cap.segments.items() if sum(n for _, _, n in v) > 10**6]
     assert len(bulk) == 4
     assert sorted(_sender_of(f) for f in result["flows"]) == sorted(bulk)
-    goodput = {k: 8 * _covered_bytes(v) / duration[k] for k, v in bulk.items()}
+    goodput = {k: 8 * truth.sent_once(cap.segments[k]) / cap.elapsed_s(k) for k in bulk}
     for f in result["flows"]:
         assert f["goodput_bps"] == pytest.approx(goodput[_sender_of(f)], rel=1e-9)
-    assert result["jain"] == pytest.approx(_hand_jain(goodput.values()), rel=1e-9)
+    assert result["jain"] == pytest.approx(truth.jain(goodput.values()), rel=1e-9)
 
-    bin_ns = 100_000_000
-    bins = {k: {} for k in bulk}
-    for k, segs in bulk.items():
-        for t, _, n, fresh in _new_data(segs):
-            b = (t - first) // bin_ns
-            bins[k][b] = bins[k].get(b, 0) + (n if fresh else 0)
-    # the intervals every flow sent data in, from the latest start to the earliest end
-    lo = max(min(v) for v in bins.values())
-    hi = min(max(v) for v in bins.values())
-    want = {b: _hand_jain(8 * bins[k].get(b, 0) / 0.1 for k in bulk) for b in range(lo, hi + 1)}
+    want = truth.interval_jain(cap, bulk, 100_000_000)
     got = {i["bin"]: i["jain"] for i in result["intervals"]}
     assert got.keys() == want.keys() and len(got) > 10
     for b in want:
@@ -164,8 +91,8 @@ def test_pair_friendliness(store, analyzed):
     flows = doc["fairness"]["flows"]
     result = fairness.fairness(store.con, doc["capture_id"], doc["connections"],
                                pair=(flows[0]["conn"], flows[1]["conn"]))
-    _, by_sender, duration = _tshark_segments(path)
-    rate = [8 * _covered_bytes(by_sender[_sender_of(f)]) / duration[_sender_of(f)]
+    cap = truth.read(path)
+    rate = [8 * truth.sent_once(cap.segments[_sender_of(f)]) / cap.elapsed_s(_sender_of(f))
             for f in flows[:2]]
     assert result["friendliness"]["ratio"] == pytest.approx(rate[0] / rate[1], rel=1e-9)
     assert result["friendliness"]["percent_difference"] == pytest.approx(

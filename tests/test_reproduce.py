@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
+
+import tshark_truth as truth
 
 from conftest import ROOT, tcpvar_main
 
@@ -151,39 +152,13 @@ def _iperf_mbps(run_dir: Path, flow: int) -> float:
     return doc["end"]["sum_received"]["bits_per_second"] / 1e6
 
 
-def _data_segments(run_dir: Path) -> dict[int, list[tuple[float, int, int]]]:
-    """Per flow, its data segments in the sender capture, from tshark:
-    (time, relative sequence number, payload bytes)."""
-    flows = json.loads((run_dir / "manifest.json").read_text())["flows"]
-    out = subprocess.run(
-        ["tshark", "-r", str(run_dir / "sender.pcap"), "-Y", "tcp.len > 0", "-T", "fields",
-         "-e", "frame.time_epoch", "-e", "tcp.srcport", "-e", "tcp.seq", "-e", "tcp.len"],
-        capture_output=True, text=True, check=True).stdout
-    rows = [ln.split("\t") for ln in out.splitlines()]
-    return {f["flow"]: [(float(r[0]), int(r[2]), int(r[3])) for r in rows
-                        if r[1] == str(f["src_port"])] for f in flows}
-
-
-def _sent_once(segs: list[tuple[float, int, int]]) -> int:
-    """Bytes of the sequence space the segments cover (a byte sent again
-    counts once): the union of their [seq, seq + len) ranges."""
-    total, end = 0, None
-    for _, seq, n in sorted(segs, key=lambda s: s[1]):
-        start = seq if end is None else max(seq, end)
-        if seq + n > start:
-            total += seq + n - start
-        end = seq + n if end is None else max(end, seq + n)
-    return total
-
-
 def _goodputs(run_dir: Path) -> list[float]:
-    """Each flow's data sent once per second of its transfer, over the
-    time from its first to its last data segment."""
-    rates = []
-    for segs in _data_segments(run_dir).values():
-        times = [t for t, _, _ in segs]
-        rates.append(8 * _sent_once(segs) / (max(times) - min(times)))
-    return rates
+    """Each flow's data sent once per second of its transfer (its first
+    to its last data segment), from tshark's sequence numbers."""
+    cap = truth.read(run_dir / "sender.pcap")
+    flows = json.loads((run_dir / "manifest.json").read_text())["flows"]
+    senders = [(f["src_addr"], f["src_port"]) for f in flows]
+    return [8 * truth.sent_once(cap.segments[s]) / cap.data_s(s) for s in senders]
 
 
 def test_smoke_puts_tcpvar_beside_the_paper(smoke):
@@ -226,12 +201,14 @@ def test_system_goodput_and_utilisation_span_all_flows(smoke):
     only one of them sends."""
     tmp, doc = smoke
     for run in doc["runs"]:
-        flows = _data_segments(Path(run["dir"])).values()
+        manifest = json.loads((Path(run["dir"]) / "manifest.json").read_text())
+        cap = truth.read(Path(run["dir"]) / "sender.pcap")
+        flows = [cap.segments[(f["src_addr"], f["src_port"])] for f in manifest["flows"]]
         segs = [s for flow in flows for s in flow]
-        span = max(t for t, _, _ in segs) - min(t for t, _, _ in segs)
-        once = sum(_sent_once(flow) for flow in flows)
+        span = (max(t for t, _, _ in segs) - min(t for t, _, _ in segs)) / 1e9
+        once = sum(truth.sent_once(flow) for flow in flows)
         sent = sum(n for _, _, n in segs)
-        bw = json.loads((Path(run["dir"]) / "manifest.json").read_text())["params"]["bw_bps"]
+        bw = manifest["params"]["bw_bps"]
         r = tcpvar_main("compare", "--run", run["run_id"], "--by", "cc", "--json", cwd=tmp)
         assert r.returncode == 0, r.stderr
         (group,) = json.loads(r.stdout)["groups"]
