@@ -141,6 +141,8 @@ def _in_vm(req: SessionRequest, plan: list[PlannedRun], runs: list[dict], out_di
     try:
         vm.run_session(kernel, spec, out_dir, tag, progress, req.boot_timeout_s)
     finally:
-        for run in runs:        # the folders of runs the guest never started
-            with contextlib.suppress(OSError):
+        for run in runs:
+            with contextlib.suppress(OSError):  # the folders of runs the guest never started
                 Path(run["dir"]).rmdir()
+            if Path(run["dir"]).is_dir():       # the trace the guest left to convert here
+                probe.convert_pending(Path(run["dir"]))

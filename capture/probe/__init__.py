@@ -35,6 +35,7 @@ from tcpvar.capture.probe.trace_text import convert_trace
 from tcpvar.capture.probe.tracefs import (
     TRACEFS_MOUNTS,
     TracefsRecorder,
+    convert_pending,
     has_extended_tracepoint,
     tracefs_root,
 )
@@ -45,7 +46,8 @@ PREFER = ("auto",) + SOURCES
 
 __all__ = ["BTF", "CSV_NAME", "HOOK_DIR", "HOOK_SOURCES", "JSON_NAME", "MAX_ADDRS",
            "MAX_PORTS", "PREFER", "SOURCES", "TRACEFS_MOUNTS", "BpfRecorder", "HookBuild",
-           "ProbeStats", "Recorder", "TracefsRecorder", "convert_trace", "filter_problem",
+           "ProbeStats", "Recorder", "TracefsRecorder", "convert_pending", "convert_trace",
+           "filter_problem",
            "has_extended_tracepoint", "need_root", "open_probe", "prepare", "tool_path",
            "tracefs_root"]
 
@@ -83,7 +85,8 @@ def open_probe(out_dir: Path, ports: list[int], prefer: str = "auto",
     `rec.source` says which was chosen and `rec.reason` why, in one line.
     A `prefer` that cannot be served raises ProbeError. `own_tracing`: the
     kernel's tracing is all tcpvar's (a micro-VM guest), so a tracepoint on
-    since boot is recorded from the top-level buffer (TracefsRecorder)."""
+    since boot is recorded from the top-level buffer (TracefsRecorder), and
+    the trace is left for the host to convert (convert_pending)."""
     if prefer not in PREFER:
         raise ProbeError(f"unknown probe source {prefer!r} (one of {', '.join(PREFER)})")
     problem = filter_problem(ports, addrs or [])
@@ -94,7 +97,7 @@ def open_probe(out_dir: Path, ports: list[int], prefer: str = "auto",
     extended = has_extended_tracepoint(root)
     boot_enabled = own_tracing and _read(root / "events" / "tcp" / "tcp_probe" / "enable") == "1"
     kw = {"addrs": addrs, "cookie": cookie}
-    tracefs_kw = {**kw, "boot_enabled": boot_enabled}
+    tracefs_kw = {**kw, "boot_enabled": boot_enabled, "defer": own_tracing}
     if prefer == "tracefs-ext" and not extended:
         raise ProbeError("this kernel's tcp:tcp_probe has no extended fields (it is not "
                          "built from kernel-patches/)")
