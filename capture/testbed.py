@@ -15,7 +15,6 @@ build on it.
 from __future__ import annotations
 
 import secrets
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -31,8 +30,6 @@ from .netns import Processes, run, run_batch
 # offloads that merge or split segments: off, the captures show the packets of
 # the emulated wire and the qdiscs queue real packets, not super-packets
 OFFLOADS = ("tso", "gso", "gro", "lro")
-# a cleanup half done is worse than a late Ctrl-C
-_CLEANUP_BLOCKS = set(signals.UNWINDING)
 
 
 def new_tag() -> str:
@@ -154,8 +151,7 @@ class Testbed:
     def close(self) -> list[str]:
         """End the processes, remove the namespaces; the namespaces that
         would not go."""
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, _CLEANUP_BLOCKS)
-        try:
+        with signals.held():     # a cleanup half done is worse than a late Ctrl-C
             self.procs.stop_all()
             # one process for all; -force goes on past a namespace already gone
             subprocess.run(["ip", "-force", "-batch", "-"], capture_output=True, text=True,
@@ -163,8 +159,6 @@ class Testbed:
             still = set(existing_namespaces(self.prefix))
             self.namespaces = [n for n in self.namespaces if n in still]
             return list(self.namespaces)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def __enter__(self) -> "Testbed":
         return self

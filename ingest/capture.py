@@ -357,6 +357,7 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
         return CaptureResult(old[0], apath, True, old[2], old[3], n, old[4], old[5])
 
     scanner, feed = _open_scanner(path, options)
+    capture_id = None
     try:
         if old:
             store.delete_capture(old[0])
@@ -369,11 +370,11 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, false)""",
                 [capture_id, apath, st.st_size, st.st_mtime_ns, fp, options.packets,
                  options.rto_min_ms, options.hwdup_us, __version__])
-        try:
-            return _load(store, capture_id, path, scanner, feed, options, progress)
-        except BaseException:
+        return _load(store, capture_id, path, scanner, feed, options, progress)
+    except BaseException:
+        if capture_id is not None:      # also when Ctrl-C came as its row was written
             store.delete_capture(capture_id)
-            raise
+        raise
     finally:
         scanner.close()
         if feed:

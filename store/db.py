@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 
+from tcpvar import signals
 from tcpvar.errors import StoreError
 
 SCHEMA_VERSION = "1"
@@ -95,14 +96,18 @@ class Store:
 
     @contextlib.contextmanager
     def transaction(self):
-        """All or nothing: an interrupted ingest leaves the store as it was."""
-        self.con.execute("BEGIN TRANSACTION")
-        try:
-            yield self.con
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
-        self.con.execute("COMMIT")
+        """All or nothing: an interrupted ingest leaves the store as it was.
+        A Ctrl-C in it waits until it is done: inside a query DuckDB would
+        turn it into an error of its own, half way through a commit or a
+        cleanup."""
+        with signals.held():
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                yield self.con
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
+            self.con.execute("COMMIT")
 
     def query(self, sql: str, params=None):
         """Run a user's SQL; return (column names, rows)."""

@@ -1,21 +1,47 @@
 """Ctrl-C, SIGTERM and SIGHUP end tcpvar's work one way: a KeyboardInterrupt
 that unwinds through the `with` blocks removing testbeds and VMs. The
 signal is also remembered, since a library may turn the exception into an
-error of its own (DuckDB reports "Query interrupted")."""
+error of its own (DuckDB reports "Query interrupted"), and bookkeeping that
+must not stop half way holds it until it is done (held())."""
 from __future__ import annotations
 
+import contextlib
 import signal
 
 UNWINDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 received: int | None = None
+_holding = 0
+_pending: int | None = None
 
 
 def unwind_on_signals() -> None:
     """Install the handlers (a program that owns its process calls this)."""
     def on_signal(signum, _frame):
-        global received
+        global received, _pending
         received = signum
+        if _holding:
+            _pending = signum
+            return
         raise KeyboardInterrupt(f"signal {signum}")
 
     for sig in UNWINDING:
         signal.signal(sig, on_signal)
+
+
+@contextlib.contextmanager
+def held():
+    """A signal arriving in the block interrupts once the block is done:
+    blocked in this thread, and deferred by the handlers of
+    unwind_on_signals when it reaches another thread (Python runs them in
+    the main thread whichever thread the signal reached)."""
+    global _holding, _pending
+    _holding += 1
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING)   # and whatever the handler
+    try:
+        yield
+    finally:
+        _holding -= 1
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    if not _holding and _pending is not None:
+        sig, _pending = _pending, None
+        raise KeyboardInterrupt(f"signal {sig}")
