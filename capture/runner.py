@@ -209,18 +209,19 @@ class Run:
         """Once a second, a sample for the live display and progress.jsonl;
         in its own thread, as `ss` in N namespaces can take longer than the
         flows' start schedule may wait."""
-        last: dict = {}      # flow: (time, bytes acked); ("shown", flow): its values
+        last: dict[int, tuple[float, int]] = {}     # flow: (time, bytes acked)
+        shown: dict[int, dict] = {}                 # flow: its last sample's values
         tick = 0
         with open(self.dir / layout.PROGRESS, "w") as samples:
             while not stop.wait(1.0):
-                sample = self._sample(time.monotonic() - t0, dict(clients), last, tick)
+                sample = self._sample(time.monotonic() - t0, dict(clients), last, shown, tick)
                 tick += 1
                 samples.write(json.dumps(sample) + "\n")
                 samples.flush()
                 self.progress(Progress("running", sample["elapsed_s"], sample["total_s"],
                                        "s", data=sample))
 
-    def _sample(self, now: float, clients: dict, last: dict, tick: int) -> dict:
+    def _sample(self, now: float, clients: dict, last: dict, shown: dict, tick: int) -> dict:
         """Throughput, cwnd and RTT from `ss -ti` in the senders of
         SAMPLED_PER_S flows, the next ones in turn each second (a process
         costs about 0.2 s of the VM's CPU, which the flows need); a flow
@@ -233,7 +234,7 @@ class Run:
             info = {"flow": f, "cc": fe.flow.cc, "bps": None, "cwnd": None, "rtt_ms": None,
                     "running": f in clients and clients[f].poll() is None}
             if info["running"] and i not in turn:
-                info.update(last.get(("shown", f), {}))
+                info.update(shown.get(f, {}))
             elif info["running"]:
                 text = run(["ss", "-tinH", "state", "established", "sport", "=",
                             f":{fe.sport}"], ns=self.net.sender(f), check=False)
@@ -245,7 +246,7 @@ class Run:
                     last[f] = (now, int(acked))
                 info["cwnd"] = _ss_field(text, r"\bcwnd:(\d+)")
                 info["rtt_ms"] = _ss_field(text, r"\brtt:([0-9.]+)/")
-                last[("shown", f)] = {k: info[k] for k in ("bps", "cwnd", "rtt_ms")}
+                shown[f] = {k: info[k] for k in ("bps", "cwnd", "rtt_ms")}
             flows.append(info)
         return {"phase": "running", "elapsed_s": round(now, 2),
                 "total_s": self.params.duration_s, "repetition": self.repetition,
