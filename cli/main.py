@@ -83,8 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         status = cli.main(args=argv, prog_name="tcpvar", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        terminal.error("interrupted; the store keeps what was complete before")
-        return ExitStatus.INTERRUPTED
+        return _interrupted(terminal)
     except click.ClickException as exc:
         exc.show()
         return ExitStatus.USAGE
@@ -97,14 +96,18 @@ def main(argv: list[str] | None = None) -> int:
         return ExitStatus.OK
     except Exception as exc:  # a bug: say so in one line unless asked for more
         if signals.received is not None:   # a library's own words for the interrupt
-            terminal.error("interrupted; the store keeps what was complete before")
-            return ExitStatus.INTERRUPTED
+            return _interrupted(terminal)
         if want_traceback:
             raise
         terminal.error(f"internal error: {type(exc).__name__}: {exc} "
                        f"(run again with --traceback and report it)")
         return ExitStatus.ERROR
     return int(status or 0)
+
+
+def _interrupted(terminal) -> int:
+    terminal.error("interrupted; the store keeps what was complete before")
+    return ExitStatus.INTERRUPTED
 
 
 def entry() -> None:

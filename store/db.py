@@ -46,7 +46,7 @@ class Store:
             # tcpvar keeps its own, which may lack columns
             self.con.execute(_views().replace("CREATE OR REPLACE VIEW",
                                               "CREATE OR REPLACE TEMP VIEW"))
-        if not read_only:
+        else:
             self._drop_partial_captures()
 
     def _apply_schema(self) -> None:

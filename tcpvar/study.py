@@ -257,7 +257,7 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
     for i, e in enumerate(todo, 1):
         e.index = i
     watch = _Eta(study.name, todo, progress)
-    for group in _by_kernel(todo) if kernel is None else [todo]:
+    for group in _by_kernel(todo, kernel):
         planned = [PlannedRun(e.cell.params, e.repetition,
                               {"name": study.name, "cell": e.cell.key, "index": e.index,
                                "of": len(todo)}) for e in group]
@@ -277,9 +277,11 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
     return outcome
 
 
-def _by_kernel(entries: list[Entry]) -> list[list[Entry]]:
-    """Runs that need the patched kernel apart from the others, order kept
-    (a study given one kernel boots it once for all)."""
+def _by_kernel(entries: list[Entry], kernel: str | None) -> list[list[Entry]]:
+    """Runs that need the patched kernel apart from the others, order kept;
+    a study given one @kernel boots it once for all."""
+    if kernel is not None:
+        return [entries]
     groups: dict[bool, list[Entry]] = {}
     for e in entries:
         groups.setdefault(e.cell.params.needs_patched_kernel, []).append(e)

@@ -3,9 +3,10 @@
 -- direction, rates over the flow's data transfer), then per run: the sum of
 -- the flows' throughput (all data sent), goodput (data sent once) and
 -- iperf3's rate (bytes its receiver counted); the system goodput (Psaras &
--- Tsaoussidis, eq. 8: the data all flows sent once over the time from the
--- first flow's first data to the last one's last, which with staggered
--- flows, unlike the sum of the flows' rates, cannot exceed the link); their retransmitted packets,
+-- Tsaoussidis, eq. 8: the data all flows sent once over the run's span,
+-- from the first flow's first data to the last one's last, which with
+-- staggered flows, unlike the sum of the flows' rates, cannot exceed the
+-- link); their retransmitted packets,
 -- the mean of their average RTTs, the 95th percentile of all their RTT
 -- samples (on the ACKs of their data: Pantheon's delay axis, as RTT),
 -- Jain's index over their goodputs (two flows or more) and, in friendliness
@@ -14,10 +15,15 @@
 -- friendliness runs) and of the test flows (their mean): the paper's
 -- "connection 1" and "connection 2", or "Reno" and the variant; the mean
 -- of the flows' iperf3 rates, the link's utilisation (all data sent over
--- the same span as the system goodput, over the bottleneck rate) and the packets the bottleneck queue dropped.
+-- the run's span, over the bottleneck rate) and the packets the bottleneck
+-- queue dropped.
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
     SELECT * FROM flow_rates WHERE list_contains($run_ids::INTEGER[], run_id)
+), span AS (
+    SELECT run_id, (max(data_last_ns) - min(data_first_ns)) / 1e9 AS span_s
+    FROM per_flow
+    GROUP BY run_id
 ), rtt AS (
     SELECT f.run_id, quantile_cont(p.rtt_us, 0.95) / 1e3 AS rtt_p95_ms
     FROM per_flow f
@@ -32,8 +38,7 @@ WITH per_flow AS (
 SELECT run_id,
        sum(throughput_bps) / 1e6 AS throughput_mbps,
        sum(goodput_bps) / 1e6 AS goodput_mbps,
-       8 * sum(unique_bytes) / nullif((max(data_last_ns) - min(data_first_ns)) / 1e9, 0) / 1e6
-           AS system_goodput_mbps,
+       8 * sum(unique_bytes) / nullif(any_value(span.span_s), 0) / 1e6 AS system_goodput_mbps,
        sum(iperf_bps) / 1e6 AS iperf3_mbps,
        sum(retransmitted_packets) AS retransmissions,
        avg(rtt_avg_ms) AS rtt_ms,
@@ -48,10 +53,11 @@ SELECT run_id,
        CASE WHEN bool_or(role = 'background')
             THEN avg(iperf_bps) FILTER (WHERE role = 'test') / 1e6 END AS test_mbps,
        avg(iperf_bps) / 1e6 AS flow_mbps,
-       100 * 8 * sum(data_bytes) / nullif((max(data_last_ns) - min(data_first_ns)) / 1e9, 0)
-           / any_value(bw_bps) AS utilization_pct,
+       100 * 8 * sum(data_bytes) / nullif(any_value(span.span_s), 0) / any_value(bw_bps)
+           AS utilization_pct,
        any_value(queue.bottleneck_drops) AS bottleneck_drops
 FROM per_flow
+JOIN span USING (run_id)
 LEFT JOIN rtt USING (run_id)
 LEFT JOIN queue USING (run_id)
 GROUP BY run_id

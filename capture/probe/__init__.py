@@ -47,9 +47,8 @@ PREFER = ("auto",) + SOURCES
 __all__ = ["BTF", "CSV_NAME", "HOOK_DIR", "HOOK_SOURCES", "JSON_NAME", "MAX_ADDRS",
            "MAX_PORTS", "PREFER", "SOURCES", "TRACEFS_MOUNTS", "BpfRecorder", "HookBuild",
            "ProbeStats", "Recorder", "TracefsRecorder", "convert_pending", "convert_trace",
-           "filter_problem",
-           "has_extended_tracepoint", "need_root", "open_probe", "prepare", "tool_path",
-           "tracefs_root"]
+           "filter_problem", "has_extended_tracepoint", "need_root", "open_probe", "prepare",
+           "tool_path", "tracefs_root"]
 
 
 def filter_problem(ports: list[int], addrs: list[str]) -> str | None:

@@ -233,9 +233,10 @@ def convert_pending(out_dir: Path) -> int | None:
         doc = json.loads(json_path.read_text())
     except (OSError, ValueError):
         return None
-    raw = out_dir / doc.get("trace", "")
-    if "trace" not in doc or not raw.is_file():
+    name = doc.get("trace")
+    if not name or not (out_dir / name).is_file():
         return None
+    raw = out_dir / name
     events = convert_trace(raw, out_dir / CSV_NAME, doc["offset_ns"], doc["filter"]["addrs"])
     doc["events"] = events
     del doc["trace"]
