@@ -17,6 +17,7 @@ from .connections import data_direction
 from .sqlfiles import sql
 
 BULK_SHARE = 0.01   # default flows: at least 1% of the largest flow's bytes
+TOGETHER = 0.5      # --pair warns when the flows share fewer of their intervals
 
 
 def jain(xs) -> float | None:
@@ -43,7 +44,8 @@ def flows(conns: list[dict]) -> list[dict]:
         out.append({"conn": c["id"], "dir": 0 if d == "a2b" else 1,
                     "sender": c["a"] if d == "a2b" else c["b"],
                     "unique_bytes": c[d]["unique_bytes"],
-                    "goodput_bps": c[d]["goodput_bps"] or 0.0})
+                    "goodput_bps": c[d]["goodput_bps"] or 0.0,
+                    "data_first_ns": c[d]["data_first_ns"], "data_last_ns": c[d]["data_last_ns"]})
     return out
 
 
@@ -68,7 +70,7 @@ def fairness(con, capture_id: int, conns: list[dict], ids: list[int] | None = No
     all_flows = flows(conns)
     chosen = choose(all_flows, ids)
     out: dict = {"flows": chosen, "jain": jain(f["goodput_bps"] for f in chosen),
-                 "intervals": []}
+                 "intervals": [], "warnings": []}
     has_series = one(con, "SELECT with_packets FROM captures WHERE capture_id = $1",
                              [capture_id])[0]
     if has_series and len(chosen) > 1:
@@ -81,10 +83,35 @@ def fairness(con, capture_id: int, conns: list[dict], ids: list[int] | None = No
         values = [i["jain"] for i in out["intervals"] if i["jain"] is not None]
         out["jain_intervals_mean"] = sum(values) / len(values) if values else None
         out["jain_intervals_min"] = min(values) if values else None
+        if not rows:
+            out["warnings"].append(
+                "no interval has every chosen flow sending, so Jain's index has no "
+                "per-interval values (choose flows that overlap with --flow)")
     if pair:
-        chosen_pair = choose(all_flows, list(pair))
-        variant, reference = chosen_pair
+        variant, reference = choose(all_flows, list(pair))
         out["friendliness"] = {"variant": variant["conn"], "reference": reference["conn"],
                                **friendliness(variant["goodput_bps"],
                                               reference["goodput_bps"])}
+        out["warnings"] += _apart(con, capture_id, variant, reference, has_series)
     return out
+
+
+def _apart(con, capture_id: int, a: dict, b: dict, has_series: bool) -> list[str]:
+    """A warning when two flows seldom send at the same time: their
+    goodputs then come from different periods of the path."""
+    names = f"connections {a['conn']} and {b['conn']}"
+    if has_series:
+        together, a_bins, b_bins = one(con, sql("pair_overlap"), {
+            "capture_id": capture_id, "conns": [a["conn"], b["conn"]],
+            "dirs": [a["dir"], b["dir"]]})
+        fewer = min(a_bins, b_bins)
+        if fewer and together < TOGETHER * fewer:
+            return [f"{names} send data together in {together} of the {fewer} intervals in "
+                    f"which the less active one sends: their friendliness compares "
+                    f"different periods"]
+        return []
+    if None not in (a["data_first_ns"], b["data_first_ns"]) and \
+            min(a["data_last_ns"], b["data_last_ns"]) < max(a["data_first_ns"], b["data_first_ns"]):
+        return [f"{names} never send data at the same time: their friendliness "
+                f"compares different periods"]
+    return []

@@ -93,8 +93,9 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
                 terminal.error(str(exc))
                 failures.append(exc.status)
                 continue
-            if doc["warning"]:
-                terminal.warn(f"{path}: {doc['warning']}")
+            for warning in [doc["warning"], *doc.get("fairness", {}).get("warnings", [])]:
+                if warning:
+                    terminal.warn(f"{path}: {warning}")
             if plot_dir:
                 _plot(store, doc, plot_dir, taken)
             captures.append(doc)

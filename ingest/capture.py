@@ -222,21 +222,27 @@ def _columns(columns: dict) -> tuple[str, list]:
     are the scanner's own field names; values are never formatted into SQL."""
     names, params = [], []
     for name, col in columns.items():
-        if isinstance(col, tuple):
-            typ, buf = col
-            col = memoryview(buf).cast("d" if typ == "float64" else "q").tolist()
-        params.append(col)
+        params.append(_values(col))
         names.append(f"unnest(${len(params) + 1}) AS {name}")
     return "SELECT " + ", ".join(names), params
 
 
-def _store_connections(con, capture_id: int, scanner) -> int:
+def _values(col) -> list:
+    if isinstance(col, tuple):
+        typ, buf = col
+        return memoryview(buf).cast("d" if typ == "float64" else "q").tolist()
+    return col
+
+
+def _store_connections(con, capture_id: int, scanner) -> tuple[int, list[str]]:
     """Connections, their raw per-direction counters and the retransmission
-    episodes: a few rows per connection, bound as lists (no Arrow needed)."""
+    episodes: a few rows per connection, bound as lists (no Arrow needed).
+    Returns their number and what the counters warn of."""
     conns, stats = scanner.connections()
     n = len(conns["a_addr"])
     if not n:
-        return 0
+        return 0, []
+    warnings = _copies_warnings(_values(stats.pop("hw_copies")), _values(stats["hw_dups"]))
     select, params = _columns(conns)
     con.execute(f"""
         INSERT INTO connections
@@ -257,7 +263,29 @@ def _store_connections(con, capture_id: int, scanner) -> int:
                    CASE kind WHEN 1 THEN 'timeout' ELSE 'fast' END,
                    seq, len, silence_ns / 1e6, dupacks, backoff
             FROM ({select})""", [capture_id, *params])
-    return n
+    return n, warnings
+
+
+def _copies_warnings(copies: list[int], dropped: list[int]) -> list[str]:
+    """Segments that repeat the sequence number and IP ID of a recent one
+    (tcptrace's "hardware dups"): copies made by the capture, which count as
+    retransmissions unless --hw-dups drops them."""
+    out = []
+    for i, (n, gone) in enumerate(zip(copies, dropped)):
+        if n:
+            where = f"connection {i // 2 + 1} {('a2b', 'b2a')[i % 2]}"
+            fate = (f"--hw-dups dropped {gone}" if gone else
+                    "they count as retransmissions; --hw-dups US drops copies closer than US µs")
+            what = "segment repeats" if n == 1 else "segments repeat"
+            out.append(f"{where}: {n} {what} the sequence number and IP ID of one of "
+                       f"the 8 before (hardware duplicates); {fate}")
+    return out
+
+
+def _options_warning(n: int) -> list[str]:
+    what = "segment has its" if n == 1 else "segments have their"
+    return [f"{n} TCP {what} options cut short (a bad option length, or the capture "
+            f"ends inside them); the options after the cut are not read"] if n else []
 
 
 def stored_capture(store, path: str | Path) -> int | None:
@@ -315,12 +343,12 @@ def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOption
     if counters["tcp"] == 0:
         raise NoTcpError(f"{path}: no TCP segments in {counters['frames']} frames")
     truncated = status == "truncated"
-    warning = None
-    if truncated:
-        warning = (f"the file ends inside a record; the {counters['frames']} "
-                   f"records before it were analysed")
+    warnings = [f"the file ends inside a record; the {counters['frames']} "
+                f"records before it were analysed"] if truncated else []
+    warnings += _options_warning(counters["options_cut"])
     with store.transaction():
-        nconn = _store_connections(con, capture_id, scanner)
+        nconn, conn_warnings = _store_connections(con, capture_id, scanner)
+        warning = "; ".join(warnings + conn_warnings) or None
         con.execute("""
             UPDATE captures SET link_type = $2, link_name = $3, frames = $4, tcp_packets = $5,
                 non_tcp = $6, ip_fragments = $7, too_short = $8, malformed = $9,

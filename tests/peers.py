@@ -47,6 +47,13 @@ def tcptrace(path: str) -> list[dict]:
     return conns
 
 
+def tcptrace_option_warnings(path: str) -> int:
+    """How many segments `tcptrace -w` says it could not parse all options of."""
+    proc = subprocess.run(["tcptrace", "-w", "-n", path], capture_output=True, text=True,
+                          check=False)
+    return sum("ParseOptions:" in line for line in proc.stderr.splitlines())
+
+
 _CONV = re.compile(r"^(?P<a>\S+)\s+<->\s+(?P<b>\S+)\s+(?P<f_ba>\d+)\s+(?P<by_ba>\d+ \S+)\s+"
                    r"(?P<f_ab>\d+)\s+(?P<by_ab>\d+ \S+)\s+(?P<f>\d+)\s+")
 

@@ -97,3 +97,36 @@ def test_pair_friendliness(store, analyzed):
     assert result["friendliness"]["ratio"] == pytest.approx(rate[0] / rate[1], rel=1e-9)
     assert result["friendliness"]["percent_difference"] == pytest.approx(
         abs(rate[0] - rate[1]) / min(rate) * 100, rel=1e-9)
+
+
+def _flow_key(conn: dict, flow: dict) -> tuple[truth.Sender, truth.Sender]:
+    ends = [conn["a"], conn["b"]] if flow["dir"] == 0 else [conn["b"], conn["a"]]
+    return tuple((addr, int(port)) for addr, port in (e.rsplit(":", 1) for e in ends))
+
+
+@pytest.mark.parametrize("name, interval_ms, pair", [
+    ("iperf_4flows.pcap", 100, (4, 3)),     # a bulk flow and iperf3's control connection
+    ("iperf_4flows.pcap", 100, (4, 2)),     # two bulk flows
+    ("vlan.pcap", 1, (2, 1)),               # two transfers, one after the other
+])
+def test_warns_of_flows_apart(analyzed, name, interval_ms, pair):
+    """--pair warns when the flows send together in fewer than half of the
+    intervals in which the less active one sends, and --fairness when no
+    interval has every flow sending; tshark's data segments are the truth."""
+    path = FIXTURES / name
+    doc = analyzed(path, fairness=True, interval_ms=interval_ms, flows=pair, pair=pair)
+    conns = {c["id"]: c for c in doc["connections"]}
+    by_conn = {f["conn"]: f for f in doc["fairness"]["flows"]}
+    sends = truth.data_bins(path, int(interval_ms * 1e6))
+    a, b = (sends[_flow_key(conns[i], by_conn[i])] for i in pair)
+    together, fewer = len(a & b), min(len(a), len(b))
+    warnings = doc["fairness"]["warnings"]
+    apart = [w for w in warnings if "send data together" in w]
+    if together < fewer / 2:
+        assert apart == [f"connections {pair[0]} and {pair[1]} send data together in "
+                         f"{together} of the {fewer} intervals in which the less active one "
+                         f"sends: their friendliness compares different periods"]
+    else:
+        assert not apart
+    assert any("no interval has every chosen flow" in w for w in warnings) == \
+        (max(min(a), min(b)) > min(max(a), max(b)))

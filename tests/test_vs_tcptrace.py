@@ -4,6 +4,7 @@ counts). Where tcpvar differs on purpose, KNOWN lists the capture and why;
 docs/analysis.md explains each difference in full."""
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -138,6 +139,38 @@ def test_agrees_with_tcptrace(path, analyzed, tmp_path):
                     problems.append(
                         f"conn {i} {direction} {field}: tcpvar {mine}, tcptrace {value}")
     assert not problems, "\n".join(problems)
+
+
+_COPIES = re.compile(r"connection (\d+) (a2b|b2a): (\d+) segments? repeats?")
+_OPTIONS = re.compile(r"(\d+) TCP segments? ha(?:s|ve) (?:its|their) options cut short")
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=capture_id)
+def test_warns_where_tcptrace_does(path, analyzed, tmp_path):
+    """The capture's warning names tcptrace's hardware duplicates, per
+    connection and direction, and as many segments with options cut short
+    as `tcptrace -w` reports."""
+    source = path
+    if path.suffix == ".gz":
+        import gzip
+        source = tmp_path / path.stem
+        source.write_bytes(gzip.decompress(path.read_bytes()))
+    doc = analyzed(path)
+    warning = doc["warning"] or ""
+    copies = {(int(c), d): int(n) for c, d, n in _COPIES.findall(warning)}
+    expected = {}
+    ours = [dict(c) for c in doc["connections"]]
+    for t in peers.tcptrace(str(source)):
+        c = _match(ours, t["a"], t["b"])
+        for direction in ("a2b", "b2a"):
+            n = peers.number(t[direction].get("hardware dups", "0"))
+            if c and n:
+                expected[(c["id"], direction)] = int(n)
+    if "connections" not in KNOWN.get(path.name, {}):
+        assert copies == expected
+    options = _OPTIONS.search(warning)
+    assert (int(options.group(1)) if options else 0) == \
+        peers.tcptrace_option_warnings(str(source))
 
 
 @pytest.mark.parametrize("name", sorted(UNREADABLE_BY_TCPTRACE))

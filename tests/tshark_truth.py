@@ -101,3 +101,22 @@ def interval_jain(cap: Capture, senders: list[Sender], bin_ns: int) -> dict[int,
     hi = min(max(v) for v in bins.values())
     return {b: jain(8 * bins[s].get(b, 0) / (bin_ns / 1e9) for s in senders)
             for b in range(lo, hi + 1)}
+
+
+def data_bins(path: Path, bin_ns: int) -> dict[tuple[Sender, Sender], set[int]]:
+    """Per (sender, receiver) the intervals, from the capture's first record,
+    in which tshark sees the sender send data."""
+    out = subprocess.run(["tshark", "-r", str(path), "-T", "fields", "-e", "frame.time_epoch",
+                          "-e", "ip.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e",
+                          "tcp.dstport", "-e", "tcp.len"],
+                         capture_output=True, text=True, check=True).stdout
+    first, bins = None, {}
+    for line in out.splitlines():
+        t, src, sport, dst, dport, n = line.split("\t")
+        secs, _, frac = t.partition(".")
+        ns = int(secs) * 10**9 + int(frac.ljust(9, "0")[:9])
+        first = ns if first is None else first
+        if sport and int(n or 0) > 0:
+            key = ((src, int(sport)), (dst, int(dport)))
+            bins.setdefault(key, set()).add((ns - first) // bin_ns)
+    return bins

@@ -273,7 +273,9 @@ static void ipv4_options(const uint8_t *opt, uint32_t len, struct tv_segment *se
 	}
 }
 
-static void tcp_options(const uint8_t *opt, uint32_t len, struct tv_segment *seg)
+/* Returns 1 when an option's length is bad or runs past @len, as tcptrace -w
+ * and tshark's expert info flag it; the options after it are not read. */
+static int tcp_options(const uint8_t *opt, uint32_t len, struct tv_segment *seg)
 {
 	uint32_t i = 0;
 
@@ -282,16 +284,16 @@ static void tcp_options(const uint8_t *opt, uint32_t len, struct tv_segment *seg
 		uint8_t olen;
 
 		if (kind == 0)
-			return;
+			return 0;
 		if (kind == 1) {
 			i++;
 			continue;
 		}
 		if (i + 1 >= len)
-			return;
+			return 1;
 		olen = opt[i + 1];
 		if (olen < 2 || i + olen > len)
-			return;
+			return 1;
 		switch (kind) {
 		case 2:
 			if (olen == 4) {
@@ -330,6 +332,7 @@ static void tcp_options(const uint8_t *opt, uint32_t len, struct tv_segment *seg
 		}
 		i += olen;
 	}
+	return 0;
 }
 
 /* TCP header at @v; @l4len is the TCP length the IP header claims. */
@@ -355,7 +358,7 @@ static int tcp(struct view *v, uint32_t l4len, struct tv_segment *seg)
 	if (seg->captured_payload > seg->payload)
 		seg->captured_payload = seg->payload;
 	optcap = (v->cap < doff ? v->cap : doff) - 20;
-	tcp_options(p + 20, optcap, seg);
+	seg->options_cut = tcp_options(p + 20, optcap, seg) || v->cap < doff;
 	return TV_OK;
 }
 

@@ -68,6 +68,7 @@ struct tv_segment {
 	uint32_t tsval, tsecr;
 	uint8_t  nsack;
 	uint32_t sack[TV_MAX_SACK][2];	/* left, right edges */
+	uint8_t  options_cut;	/* a bad option length, or the capture ends in them */
 
 	/* NGWA option: 0 absent, 1 well-formed, 2 malformed */
 	uint8_t  ngwa_state;

@@ -23,6 +23,7 @@
 #define RING_MIN	16
 #define RING_MAX	65536
 #define WSCALE_MAX	14	/* RFC 7323: larger shifts are treated as 14 */
+#define COPIES_KEPT	8	/* tcptrace's SEGS_TO_REMEMBER */
 
 struct seg_rec {
 	int64_t start, end;
@@ -66,6 +67,10 @@ struct half {
 	uint16_t prev_ipid, prev_win;
 	uint8_t prev_flags;
 	uint64_t prev_ts;
+	/* the last segments' sequence numbers and IP IDs, as tcptrace keeps them */
+	uint32_t copy_seq[COPIES_KEPT];
+	uint16_t copy_id[COPIES_KEPT];
+	unsigned int copy_ix;
 
 	int syn_seen, fin_seen;
 	uint32_t isn;
@@ -887,6 +892,27 @@ static int hardware_dup(struct half *h, const struct tv_segment *seg,
 	return dup;
 }
 
+/*
+ * tcptrace's hardware duplicates: the sequence number and IP ID of one of the
+ * direction's last COPIES_KEPT IPv4 segments (zero fields never match). Only
+ * counted, for the warning; hardware_dup() decides what is dropped.
+ */
+static int seen_copy(struct half *h, const struct tv_segment *seg)
+{
+	unsigned int i;
+
+	if (seg->family != 4)
+		return 0;
+	for (i = 0; i < COPIES_KEPT; i++)
+		if (h->copy_seq[i] == seg->seq && h->copy_id[i] == seg->ip_id &&
+		    seg->seq && seg->ip_id)
+			return 1;
+	h->copy_seq[h->copy_ix] = seg->seq;
+	h->copy_id[h->copy_ix] = seg->ip_id;
+	h->copy_ix = (h->copy_ix + 1) % COPIES_KEPT;
+	return 0;
+}
+
 static void syn_options(struct conn *c, int dir, const struct tv_segment *seg)
 {
 	struct half *me = &c->h[dir];
@@ -967,6 +993,7 @@ int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 	out->seq = rel(me, seg->seq);
 	out->ack = (seg->flags & TV_ACK) ? rel(peer, seg->ack) : 0;
 
+	st->hw_copies += seen_copy(me, seg);
 	if (hardware_dup(me, seg, ts, f->opts.hwdup_ns)) {
 		st->hw_dups++;
 		out->ev = TV_EV_HW_DUP;

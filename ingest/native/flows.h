@@ -44,6 +44,7 @@ struct tv_dirstats {
 	uint64_t zero_win_adv, zwnd_probes, zwnd_probe_bytes;
 	uint64_t pushed, urgent, syn, fin, rst;
 	uint64_t hw_dups, missed_bytes, truncated;
+	uint64_t hw_copies;	/* tcptrace's hardware dups, dropped or not */
 	uint64_t win_min, win_max, win_n;
 	double win_sum;
 	uint64_t seg_min, seg_max;

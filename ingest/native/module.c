@@ -291,7 +291,7 @@ static const struct field stat_fields[] = {
 	DS(sack_packets, F_U64), DS(dsack_packets, F_U64), DS(sack_blocks, F_U64),
 	DS(max_sack_blocks, F_U64), DS(zero_win_adv, F_U64), DS(zwnd_probes, F_U64),
 	DS(zwnd_probe_bytes, F_U64), DS(pushed, F_U64), DS(urgent, F_U64),
-	DS(syn, F_U64), DS(fin, F_U64), DS(rst, F_U64), DS(hw_dups, F_U64),
+	DS(syn, F_U64), DS(fin, F_U64), DS(rst, F_U64), DS(hw_dups, F_U64), DS(hw_copies, F_U64),
 	DS(missed_bytes, F_U64), DS(truncated, F_U64),
 	DS(win_min, F_U64), DS(win_max, F_U64), DS(win_n, F_U64), DS(win_sum, F_DBL),
 	DS(seg_min, F_U64), DS(seg_max, F_U64),
@@ -549,13 +549,14 @@ static PyObject *scanner_counters(ScannerObject *self, void *closure)
 {
 	struct tv_scan *s = &self->scan;
 
-	return Py_BuildValue("{sKsKsKsKsKsKsKsKsK}",
+	return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsK}",
 			     "frames", (unsigned long long)s->frames,
 			     "tcp", (unsigned long long)s->tcp,
 			     "non_tcp", (unsigned long long)s->not_tcp,
 			     "ip_fragments", (unsigned long long)s->fragments,
 			     "too_short", (unsigned long long)s->too_short,
 			     "malformed", (unsigned long long)s->malformed,
+			     "options_cut", (unsigned long long)s->options_cut,
 			     "first_ns", (unsigned long long)s->first_ns,
 			     "last_ns", (unsigned long long)s->last_ns,
 			     "captured_bytes", (unsigned long long)s->captured_bytes);

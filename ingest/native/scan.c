@@ -194,6 +194,7 @@ static int read_segment(struct tv_scan *s, struct tv_item *it)
 		switch (tv_decode(s->dlt, data, h->caplen, h->len, &it->seg)) {
 		case TV_OK:
 			s->tcp++;
+			s->options_cut += it->seg.options_cut;
 			it->ts = ts;
 			it->wire_len = h->len;
 			it->frame = (uint32_t)s->frames;

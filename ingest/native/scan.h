@@ -38,6 +38,7 @@ struct tv_scan {
 
 	/* what the frames were */
 	uint64_t frames, tcp, not_tcp, fragments, too_short, malformed;
+	uint64_t options_cut;		/* TCP segments whose options are cut */
 	uint64_t first_ns, last_ns;
 	uint64_t captured_bytes;	/* sum of captured lengths */
 	char errbuf[PCAP_ERRBUF_SIZE + 128];
