@@ -99,10 +99,21 @@ def main(argv: list[str] | None = None) -> int:
             return _interrupted(terminal)
         if want_traceback:
             raise
+        if _no_space(exc):
+            terminal.error(f"no space left on device: {' '.join(str(exc).split())}; what was "
+                           f"complete before is kept")
+            return ExitStatus.NO_SPACE
         terminal.error(f"internal error: {type(exc).__name__}: {exc} "
                        f"(run again with --traceback and report it)")
         return ExitStatus.ERROR
     return int(status or 0)
+
+
+def _no_space(exc: Exception) -> bool:
+    """A full disk, in an OSError of ours or in DuckDB's own words."""
+    import errno
+    return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or \
+        "No space left on device" in str(exc)
 
 
 def _interrupted(terminal) -> int:

@@ -3,6 +3,7 @@ that every stage shares (transactions, capture bookkeeping, user queries)."""
 from __future__ import annotations
 
 import contextlib
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -37,6 +38,11 @@ class Store:
         try:
             self.con = duckdb.connect(self.path, read_only=read_only)
         except duckdb.Error as exc:
+            holder = re.search(r"Conflicting lock is held in (\S+) \(PID (\d+)\)", str(exc))
+            if holder:  # DuckDB lets one process at a time write a database
+                raise StoreError(f"store {self.path} is open in another process "
+                                 f"({Path(holder[1]).name}, PID {holder[2]}): wait for it to "
+                                 f"finish, or use another --db") from None
             raise StoreError(f"cannot open store {self.path}: {_one_line(exc)}") from None
         if not read_only:
             self._apply_schema()

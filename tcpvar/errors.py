@@ -17,6 +17,7 @@ class ExitStatus(IntEnum):
     TESTBED = 7         # the emulated testbed cannot be set up or run here
     VM = 8              # the micro-VM cannot be prepared or does not boot
     PROBE = 9           # tcp_probe events cannot be recorded as asked (tracefs, BPF, root)
+    NO_SPACE = 10       # a device is full: the store's or a run folder's
     INTERRUPTED = 130   # Ctrl-C
 
 

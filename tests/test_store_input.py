@@ -1,0 +1,141 @@
+"""The store as users find it: corrupt or cut short, of an older tcpvar,
+held by another process, on a read-only or a full file system. Each gets
+one line on stderr and its documented exit status (docs/analyze.md), and
+nothing stored before is lost."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import FIXTURES
+
+SMALL = FIXTURES / "out_of_order.pcap"
+LARGE = FIXTURES / "iperf_bulk_loss.pcap"
+
+
+def tcpvar(*args):
+    return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def one_error(res, status: int, words: str) -> None:
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == status, res.stderr
+    assert len(lines) == 1 and words in lines[0], res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def paths(db: Path) -> list[str]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return [Path(p).name for (p,) in con.execute(
+            "SELECT path FROM captures WHERE complete ORDER BY capture_id").fetchall()]
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def stored(tmp_path) -> Path:
+    """A store holding one capture."""
+    db = tmp_path / "t.duckdb"
+    assert tcpvar("analyze", "-q", "--db", db, SMALL).returncode == 0
+    return db
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A small tmpfs of our own, unmounted whatever happens."""
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=300k", "tcpvar-test", str(mnt)],
+                   check=True)
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_not_a_database(tmp_path):
+    db = tmp_path / "t.duckdb"
+    db.write_bytes(bytes(range(256)) * 20)
+    one_error(tcpvar("analyze", "--db", db, SMALL), 5, "not a valid DuckDB database file")
+    assert db.read_bytes() == bytes(range(256)) * 20        # left as it was
+
+
+def test_cut_short(stored, tmp_path):
+    cut = tmp_path / "cut.duckdb"
+    cut.write_bytes(stored.read_bytes()[:20000])
+    one_error(tcpvar("analyze", "--db", cut, SMALL), 5, "Could not read enough bytes")
+    one_error(tcpvar("query", "--db", cut, "SELECT 1"), 5, "cannot open store")
+
+
+def test_a_duckdb_file_of_someone_else(tmp_path):
+    db = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE t AS SELECT 1 AS x")
+    con.close()
+    one_error(tcpvar("query", "--db", db, "SELECT 1"), 5, "not a tcpvar database")
+
+
+def test_an_older_schema(stored):
+    con = duckdb.connect(str(stored))
+    con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    con.close()
+    one_error(tcpvar("analyze", "--db", stored, LARGE), 5,
+              "schema version 0, this tcpvar needs 1; use a new --db file")
+    con = duckdb.connect(str(stored), read_only=True)
+    assert con.execute("SELECT count(*) FROM captures").fetchone()[0] == 1
+    con.close()
+
+
+def test_held_by_another_writer(stored):
+    """DuckDB lets one process write a store: the second one fails clearly,
+    naming the holder, and the first one's data stay."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+         "print('open', flush=True); sys.stdin.read()", str(stored)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        res = tcpvar("analyze", "--db", stored, LARGE)
+        assert "is open in another process" in res.stderr
+        one_error(res, 5, f"PID {holder.pid}): wait for it to finish, or use another --db")
+        one_error(tcpvar("query", "--db", stored, "SELECT 1"), 5, f"PID {holder.pid}")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert paths(stored) == [SMALL.name]
+    assert tcpvar("analyze", "-q", "--db", stored, LARGE).returncode == 0   # now it is free
+    assert paths(stored) == [SMALL.name, LARGE.name]
+
+
+def test_read_only_file_system(stored, tmpfs):
+    db = tmpfs / "t.duckdb"
+    subprocess.run(["mount", "-o", "remount,size=64m", str(tmpfs)], check=True)
+    shutil.copy(stored, db)
+    subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
+    one_error(tcpvar("analyze", "--db", db, LARGE), 5, "Read-only file system")
+    res = tcpvar("query", "--db", db, "--csv", "SELECT count(*) AS n FROM captures")
+    assert res.returncode == 0 and res.stdout.split() == ["n", "1"]     # reading still works
+
+
+def test_full_disk(tmpfs):
+    """A capture that does not fit: one line, exit 10, the capture before it
+    kept whole, and the same file analysed once there is room."""
+    db = tmpfs / "t.duckdb"
+    assert tcpvar("analyze", "-q", "--db", db, SMALL).returncode == 0
+    one_error(tcpvar("analyze", "-q", "--db", db, LARGE), 10, "no space left on device")
+    assert paths(db) == [SMALL.name]
+    subprocess.run(["mount", "-o", "remount,size=64m", str(tmpfs)], check=True)
+    assert tcpvar("analyze", "-q", "--db", db, LARGE).returncode == 0
+    assert paths(db) == [SMALL.name, LARGE.name]
+    con = duckdb.connect(str(db), read_only=True)
+    packets = con.execute("SELECT count(*) FROM packets p JOIN captures c USING (capture_id) "
+                          "WHERE c.path LIKE '%iperf_bulk_loss.pcap'").fetchone()[0]
+    con.close()
+    frames = subprocess.run(["tshark", "-r", str(LARGE), "-Y", "tcp"], capture_output=True,
+                            text=True, check=True).stdout.count("\n")
+    assert packets == frames
