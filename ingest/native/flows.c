@@ -461,7 +461,7 @@ static void ring_mark_after(struct half *h, int64_t seq)
  * segment before it was sent after (that would be an ACK after a loss)
  * gives an RTT sample.
  */
-static int ring_ack(struct half *h, int64_t ack, uint64_t ts, uint32_t *rtt_us)
+static int ring_ack(struct half *h, int64_t ack, uint64_t ts, uint64_t *rtt_ns)
 {
 	uint64_t latest = 0;	/* latest send time of the segments passed */
 	int sampled = 0;
@@ -470,7 +470,7 @@ static int ring_ack(struct half *h, int64_t ack, uint64_t ts, uint32_t *rtt_us)
 		struct seg_rec *r = ring_at(h, 0);
 
 		if (r->end == ack && !r->no_sample && r->ts >= latest && ts >= r->ts) {
-			*rtt_us = (uint32_t)((ts - r->ts) / 1000);
+			*rtt_ns = ts - r->ts;
 			sampled = 1;
 		}
 		if (r->ts > latest)
@@ -767,10 +767,10 @@ static void sack_counters(struct conn *c, int dir, const struct tv_segment *seg,
 		me->st.dsack_packets++;
 }
 
-static void rtt_sample(struct half *sender, uint32_t rtt, int64_t ack)
+static void rtt_sample(struct half *sender, uint64_t rtt_ns, int64_t ack)
 {
 	struct tv_dirstats *ps = &sender->st;
-	double v = rtt;
+	double v = rtt_ns / 1e3;	/* µs, keeping a nanosecond capture's precision */
 
 	if (!ps->rtt_n || v < ps->rtt_min)
 		ps->rtt_min = v;
@@ -791,7 +791,7 @@ static uint16_t receiver_ack(struct conn *c, int dir, const struct tv_segment *s
 	int64_t a = out->ack;
 	int rst = !!(seg->flags & TV_RST);
 	uint16_t ev = 0;
-	uint32_t rtt;
+	uint64_t rtt_ns;
 
 	me->st.ack_packets++;
 	if (!rst && !seg->payload && !(seg->flags & (TV_SYN | TV_FIN)))
@@ -823,10 +823,10 @@ static uint16_t receiver_ack(struct conn *c, int dir, const struct tv_segment *s
 		me->dup_run = 0;
 	}
 
-	if (ring_ack(peer, a, ts, &rtt)) {
-		rtt_sample(peer, rtt, a);
+	if (ring_ack(peer, a, ts, &rtt_ns)) {
+		rtt_sample(peer, rtt_ns, a);
 		out->has_rtt = 1;
-		out->rtt_us = rtt;
+		out->rtt_us = rtt_ns / 1000 > UINT32_MAX ? UINT32_MAX : (uint32_t)(rtt_ns / 1000);
 	}
 	if (peer->st.data_packets && peer->snd_max >= a) {	/* the peer sends data */
 		int64_t fl = peer->snd_max - a;
