@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pytest
 
+import tshark_truth as truth
 from tcpvar.analyzers.figures import KINDS
 
 import peers
@@ -213,3 +214,20 @@ def test_analyze_plot_writes_every_kind(tmp_path):
     names = sorted(p.name for p in (tmp_path / "plots").iterdir())
     assert names == sorted([f"iperf_rto.pcap-{k}.png" for k in KINDS]
                            + [f"other-iperf_rto.pcap-{k}.png" for k in KINDS])
+
+
+def test_fairness_figure_against_tshark(tmp_path):
+    """The fairness figure's Jain index per bin, over the four iperf3 flows,
+    equals the hand computation from tshark's sequence numbers (goodput: the
+    segments that send nothing twice; bins from the capture's first record,
+    where every flow has sent)."""
+    path = FIXTURES / "iperf_4flows.pcap"
+    rc, doc, err = plot(tmp_path / "t.duckdb", "fairness", path, tmp_path / "f.svg")
+    assert rc == 0, err
+    cap = truth.read(path)
+    senders = [s for s in cap.segments if len(cap.segments[s]) > 100]   # the bulk flows
+    assert len(senders) == len(doc["labels"]) == 4
+    want = truth.interval_jain(cap, senders, round(doc["bin_s"] * 1e9))
+    assert len(doc["jain"]) == len(want) > 100
+    assert doc["jain"] == [[pytest.approx(b * doc["bin_s"]), pytest.approx(j, rel=1e-9)]
+                           for b, j in want.items()]

@@ -371,16 +371,3 @@ def test_wbrto_off_is_stock(guest_wbrto):
             # stock: srtt + max(4 * mdev, rto_min), within a jiffy (HZ 250)
             assert e["rto"] >= e["srtt"] + 200000 - 4000, e
             assert e["rto"] < 3_000_000, e
-
-
-def test_wbrto_many_flows_report(guest_wbrto):
-    """Retransmissions, goodput and Jain's index with and without WB-RTO
-    (figures for kernel-patches/README.md; printed with -s)."""
-    for on in ("1", "0"):
-        streams = guest_wbrto["wbrto"][on]["iperf"]["streams"]
-        tput = [s["rcv_bps"] for s in streams]
-        jain = sum(tput) ** 2 / (len(tput) * sum(t * t for t in tput))
-        retrans = sum(s["retransmits"] for s in streams)
-        print(f"wbrto={on}: flows {len(tput)} goodput {sum(tput) / 1e6:.3f} Mbit/s "
-              f"retransmits {retrans} jain {jain:.3f}")
-        assert sum(tput) > 0 and 0 < jain <= 1
