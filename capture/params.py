@@ -2,6 +2,7 @@
 anything is set up, so bad input costs nothing and leaves nothing behind."""
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -48,7 +49,7 @@ def parse_schedule(text: str) -> list[tuple[float, float]]:
             t = float(at)
         except ValueError:
             t = -1.0
-        if not sep or t < 0:
+        if not sep or not 0 <= t < math.inf:      # nan fails both
             raise UsageError(f"cannot read bandwidth schedule step {item!r} "
                              f"(use TIME_S:RATE, e.g. 0:1gbit,60:500mbit)")
         steps.append((t, parse_rate(rate)))
@@ -226,7 +227,7 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
                          f"(give one, or one per flow)")
     if start_gap_s is None:
         start_gap_s = 0.0 if mode == "single" else min(2.0, duration_s / (2 * flows))
-    if start_gap_s < 0 or start_gap_s * (flows - 1) >= duration_s:
+    if not (start_gap_s >= 0 and start_gap_s * (flows - 1) < duration_s):   # nan too
         raise UsageError(f"--start-gap {start_gap_s:g} s leaves the last flow no time "
                          f"in a {duration_s:g} s run")
     if repeat < 1:

@@ -5,6 +5,8 @@ import click
 
 from tcpvar.errors import ExitStatus, TcpvarError, UsageError
 
+from .options import Finite
+
 
 def _pair(ctx, param, value):
     if value is None:
@@ -26,7 +28,7 @@ def _pair(ctx, param, value):
 @click.option("--csv", "as_csv", is_flag=True,
               help="Print CSV: one row per connection and direction.")
 @click.option("--interval", "interval_ms", default=100.0, show_default=True,
-              type=click.FloatRange(min=0.001, max=3_600_000), metavar="MS",
+              type=Finite(min=0.001, max=3_600_000), metavar="MS",
               help="Width of the throughput series' intervals, in ms.")
 @click.option("--fairness", is_flag=True,
               help="Print Jain's index over the flows, whole capture and per interval.")
@@ -39,9 +41,10 @@ def _pair(ctx, param, value):
 @click.option("--stats-only", is_flag=True,
               help="Skip the packets table: fastest, but no time series.")
 @click.option("--rto-min", "rto_min_ms", default=200.0, show_default=True,
-              type=click.FloatRange(min=0), metavar="MS",
+              type=Finite(min=0, max=3_600_000), metavar="MS",
               help="Least silence before a resend counts as a timeout (Linux: 200 ms).")
-@click.option("--hw-dups", "hwdup_us", default=0.0, type=click.FloatRange(min=0), metavar="US",
+@click.option("--hw-dups", "hwdup_us", default=0.0, type=Finite(min=0, max=1_000_000),
+              metavar="US",
               help="Treat identical copies of a segment closer than US microseconds as "
                    "capture artefacts, not retransmissions.")
 @click.option("--plot", "plot_dir", type=click.Path(file_okay=False), metavar="DIR",

@@ -5,6 +5,8 @@ import click
 
 from tcpvar.analyzers.figures import KINDS
 
+from .options import Finite
+
 
 @click.command(short_help="Draw a figure of a run or a capture (PNG, SVG or PDF).")
 @click.argument("kind", type=click.Choice(KINDS), metavar="KIND")
@@ -14,11 +16,11 @@ from tcpvar.analyzers.figures import KINDS
 @click.option("--conn", "conns", multiple=True, type=click.IntRange(min=1), metavar="N",
               help="A connection of the capture, or a flow of the run, to show "
                    "(repeatable; default: every flow of a run, a capture's bulk flows).")
-@click.option("--from", "from_s", type=click.FloatRange(min=0), metavar="S",
+@click.option("--from", "from_s", type=Finite(min=0), metavar="S",
               help="Start of the time window, seconds on the figure's axis.")
-@click.option("--to", "to_s", type=click.FloatRange(min=0), metavar="S",
+@click.option("--to", "to_s", type=Finite(min=0), metavar="S",
               help="End of the time window.")
-@click.option("--bin", "bin_ms", type=click.FloatRange(min=0.001, max=3_600_000),
+@click.option("--bin", "bin_ms", type=Finite(min=0.001, max=3_600_000),
               metavar="MS", help="Bin width of throughput and fairness "
                                  "[default: the flows' RTT, rounded up]")
 @click.option("--dpi", default=150, show_default=True, type=click.IntRange(30, 1200), metavar="N",

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from .options import Finite
+
 
 @click.command(short_help="Record live tcp_probe events (cwnd, RTT, RTO) into the store.")
 @click.option("--port", "ports", type=click.IntRange(1, 65535), multiple=True, metavar="PORT",
@@ -13,7 +15,7 @@ import click
 @click.option("--cookie", type=click.IntRange(1), metavar="COOKIE",
               help="Only the socket with this cookie (as `ss -e` shows it, sk:<hex>; "
                    "give it as a decimal or 0x hex number).")
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True), metavar="SECONDS",
+@click.option("--duration", type=Finite(min=0, min_open=True), metavar="SECONDS",
               help="Stop after SECONDS (default: at Ctrl-C).")
 @click.option("--source", type=click.Choice(["auto", "tracefs-ext", "bpf", "tracefs"]),
               default="auto", show_default=True,

@@ -236,3 +236,27 @@ def test_ctrl_c_during_a_real_load(tmp_path, db):
                  "SELECT (SELECT count(*) FROM captures) AS c, "
                  "(SELECT count(DISTINCT capture_id) FROM packets) AS p")
     assert res.stdout.splitlines()[1] == "1,1"
+
+
+@pytest.mark.parametrize("args", [
+    ["analyze", "--interval", "{}", FIXTURES / "sll.pcap"],
+    ["analyze", "--rto-min", "{}", FIXTURES / "sll.pcap"],
+    ["analyze", "--hw-dups", "{}", FIXTURES / "sll.pcap"],
+    ["plot", "throughput", FIXTURES / "sll.pcap", "--from", "{}"],
+    ["plot", "throughput", FIXTURES / "sll.pcap", "--bin", "{}"],
+    ["probe", "--duration", "{}"],
+    ["run", "--backend", "netns", "--mode", "fairness", "--start-gap", "{}"],
+    ["run", "--backend", "netns", "--boot-timeout", "{}"],
+    ["sweep", "--name", "s", "--dry-run", "--start-gap", "{}"],
+    ["sweep", "--name", "s", "--dry-run", "--bw-schedule", "0:10mbit,{}:5mbit"],
+    ["sweep", "--name", "s", "--dry-run", "--loss", "{}"],
+])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_non_finite_numbers_are_refused(args, value, db):
+    """nan passes every range check and inf overflows C's integers: both are
+    refused in one line before anything runs."""
+    res = tcpvar(*[str(a).format(value) for a in args], "--db", db)
+    assert res.returncode == 2, res.stderr
+    errors = [line for line in res.stderr.splitlines()
+              if line.startswith(("tcpvar: error:", "Error:"))]
+    assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr

@@ -323,6 +323,10 @@ typedef struct {
 	Py_ssize_t batch_rows;
 } ScannerObject;
 
+/* the largest --rto-min and --hw-dups: their nanoseconds fit a uint64_t */
+#define MAX_RTO_MIN_MS	3.6e6	/* an hour */
+#define MAX_HWDUP_US	1e6	/* a second */
+
 static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"path", "packets", "batch_rows", "rto_min_ms",
@@ -340,7 +344,10 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 					 PyUnicode_FSConverter, &path_obj, &packets,
 					 &batch_rows, &rto_min_ms, &hwdup_us, &fd))
 		return NULL;
-	if (batch_rows < 1 || batch_rows > (1 << 24) || rto_min_ms < 0 || hwdup_us < 0) {
+	/* written so that NaN, which fails every comparison, is refused too */
+	if (batch_rows < 1 || batch_rows > (1 << 24) ||
+	    !(rto_min_ms >= 0 && rto_min_ms <= MAX_RTO_MIN_MS) ||
+	    !(hwdup_us >= 0 && hwdup_us <= MAX_HWDUP_US)) {
 		Py_DECREF(path_obj);
 		PyErr_SetString(PyExc_ValueError, "batch_rows, rto_min_ms or hwdup_us out of range");
 		return NULL;
@@ -422,6 +429,10 @@ static PyObject *scanner_step(ScannerObject *self, PyObject *unused)
 
 	if (!check_usable(self))
 		return NULL;
+	if (self->scan.status == TV_SCAN_ERROR) {	/* the error again, not "more" */
+		PyErr_SetString(st->ScanError, self->scan.errbuf);
+		return NULL;
+	}
 	if (self->scan.status != TV_SCAN_MORE)
 		return Py_BuildValue("(sO)", status_name(self->scan.status), Py_None);
 	if (self->packets) {

@@ -1,0 +1,94 @@
+"""Atheris target for the Python boundary of the native reader (module.c).
+An input is 16 control bytes, then a capture: the control bytes choose the
+Scanner's arguments (flags, batch size, --rto-min, --hw-dups, a path or a
+descriptor) and the order of calls to its methods and properties, calls
+after close() included; the batches are read after the scanner is gone.
+
+Run by tests/fuzz/run.sh against an ASan + UBSan build of the extension
+(tests/fuzz/build/module/_pcapscan*.so) with atheris' sanitizer runtime
+preloaded; see docs/fuzzing.md.
+"""
+import importlib.util
+import os
+import sys
+
+import atheris
+
+spec = importlib.util.spec_from_file_location("_pcapscan", sys.argv.pop(1))
+_pcapscan = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(_pcapscan)
+
+CALLS = ("step", "connections", "events", "counters", "position", "link_type",
+         "link_name", "message", "close")
+
+
+CONTROL = 16   # bytes of the input that choose the calls and the arguments; a capture follows
+# arguments a control byte picks (byte % len): the defaults first, so zero
+# control bytes read the capture as `tcpvar analyze` does
+RTO_MIN = (200.0, 0.0, 1e-3, 1.0, 1e6, 1e300, float("inf"), float("nan"), -1.0)
+HW_DUPS = (0.0, 1.0, 1000.0, 1e9, 1e300, float("inf"), float("nan"), -1.0)
+BATCH = (7, 1, 2, 64, 1 << 16, 0, -1, 1 << 24, (1 << 24) + 1)   # ingest: 1 << 19
+
+
+def scanner(control: bytes, data: bytes):
+    """A Scanner over @data, from a file or from a descriptor (as a gzip
+    feed gives it), or None when its arguments or the file are refused."""
+    kw = {"packets": not control[0] & 1, "batch_rows": BATCH[control[1] % len(BATCH)],
+          "rto_min_ms": RTO_MIN[control[2] % len(RTO_MIN)],
+          "hwdup_us": HW_DUPS[control[3] % len(HW_DUPS)]}
+    fd = os.memfd_create("capture")
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    try:
+        if control[0] & 2:
+            return _pcapscan.Scanner("<fd>", fd=fd, **kw)    # the Scanner owns fd now
+        try:
+            return _pcapscan.Scanner(f"/proc/self/fd/{fd}", **kw)
+        finally:
+            os.close(fd)
+    except (ValueError, OverflowError, _pcapscan.ScanError):
+        return None
+
+
+def read_batch(batch) -> None:
+    """Every byte of every column buffer, as pyarrow would read them."""
+    assert batch.rows >= 0
+    for column in batch.columns():
+        for buf in column[2:]:
+            if buf is not None:
+                bytes(memoryview(buf))
+
+
+def one_input(raw: bytes) -> None:
+    control = raw[:CONTROL].ljust(CONTROL, b"\0")
+    s = scanner(control, raw[CONTROL:])
+    if s is None:
+        return
+    kept = []                                      # batches outlive their scanner
+    for b in control[4:]:
+        name = CALLS[b % len(CALLS)]
+        try:
+            value = getattr(s, name)
+            if callable(value):
+                value = value()
+            if name == "step":
+                status, batch = value
+                assert status in ("more", "eof", "truncated"), status
+                if batch is not None:
+                    kept.append(batch)
+        except (_pcapscan.ScanError, ValueError, RuntimeError):
+            pass
+    while True:                                    # then to the end, as ingest reads
+        try:
+            status, _ = s.step()
+        except (_pcapscan.ScanError, ValueError, RuntimeError):
+            break
+        if status != "more":
+            break
+    s.close()
+    for batch in kept:
+        read_batch(batch)
+
+
+atheris.Setup(sys.argv, one_input)
+atheris.Fuzz()
