@@ -100,14 +100,24 @@ def test_smoke_plan(tmp_path):
 
 def test_small_scale_shrinks_the_schedule(tmp_path):
     """Table 5 (1 Gbit/s, 500 Mbit/s from 60 s, 1 Gbit/s from 120 s, 180 s)
-    at small (1 Gbit/s → 20 Mbit/s, runs of at most 30 s): the steps at
-    60/180 and 120/180 of 30 s, i.e. 10 and 20 s."""
+    at small (1 Gbit/s → 20 Mbit/s, runs of at most 20 s): the steps at
+    60/180 and 120/180 of 20 s, i.e. 6.67 and 13.33 s."""
     doc = _dry("--scale", "small", "--table", "5", cwd=tmp_path)
     schedules = {r["cell"]["bw_schedule"] for r in doc["runs"]}
-    assert schedules == {"0:20mbit,10:10mbit,20:20mbit"}
+    assert schedules == {"0:20mbit,6.66667:10mbit,13.3333:20mbit"}
     assert len(doc["runs"]) == 13 * 3
     (t5,) = doc["tables"]
     assert t5["measures"] == ["interval 1", "interval 2", "interval 3", "mean"]
+
+
+def test_small_scale_shares_the_short_tables_runs(tmp_path):
+    """At small every run lasts at most 20 s, so a 5-minute table and its
+    20-second twin are the same cells (2 and 3, 8 and 9, 10 and 11): 13
+    variants in 7 kinds of run (Table 10's Reno row is not run), 3 repeats."""
+    doc = _dry("--scale", "small", cwd=tmp_path)
+    assert len(doc["runs"]) == (13 * 7 - 1) * 3
+    assert {r["cell"]["duration"] for r in doc["runs"]} == {20.0}
+    assert [t["id"] for t in doc["tables"]] == [str(i) for i in range(2, 12)]
 
 
 def test_mixed_runs_and_capped_flows(tmp_path):
