@@ -55,8 +55,9 @@ def run_batch(prefix: list[str], commands: list[str]) -> None:
 class Processes:
     """The processes of one run. stop() ends them gently, then for good."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_start=None) -> None:
         self.procs: list[tuple[str, subprocess.Popen]] = []
+        self.on_start = on_start        # told each new process's PID
 
     def start(self, name: str, args: list[str], ns: str | None = None,
               stdout=None, stderr=None, text: bool = False) -> subprocess.Popen:
@@ -72,6 +73,8 @@ class Processes:
                 if hasattr(f, "close"):
                     f.close()
         self.procs.append((name, proc))
+        if self.on_start:
+            self.on_start(proc.pid)
         return proc
 
     def stop(self, proc: subprocess.Popen, sig=signal.SIGTERM, grace_s: float = 5.0) -> int | None:

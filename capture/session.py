@@ -18,6 +18,7 @@ from tcpvar.errors import UsageError
 from tcpvar.progress import Progress
 
 from . import backend as backends
+from . import owners
 from .params import RunParams
 from .runner import Run
 from .testbed import new_tag
@@ -63,6 +64,8 @@ def capture(req: SessionRequest, progress) -> Session:
     plan = req.planned()
     chosen, reason = _backend(req, plan)
     progress(Progress(f"backend {chosen}: {reason}"))
+    for r in owners.reap():
+        progress(Progress(str(r)))
     session = Session(chosen, reason)
     out_dir = Path(req.out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)

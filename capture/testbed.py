@@ -24,7 +24,7 @@ from tcpvar import signals
 from tcpvar.errors import TestbedError
 from tcpvar.progress import Progress, Reporter
 
-from . import nsctl
+from . import nsctl, owners
 from .netns import Processes, run, run_batch
 
 # offloads that merge or split segments: off, the captures show the packets of
@@ -70,7 +70,7 @@ class Testbed:
         self.tag = tag or new_tag()
         self.prefix = f"{prefix}-{self.tag}"
         self.namespaces: list[str] = []      # created, in order
-        self.procs = Processes()
+        self.procs = Processes(on_start=lambda pid: owners.add_process(self.tag, pid))
         self._nodes: dict[str, _Node] = {}
         self._links: list[str] = []
 
@@ -119,6 +119,7 @@ class Testbed:
         planned = [node.ns for node in self._nodes.values()]
         if taken := set(planned) & set(existing_namespaces(self.prefix)):
             raise TestbedError(f"network namespace {min(taken)} exists already")
+        owners.claim(self.tag, planned)     # if this process dies, the next tcpvar removes them
         try:
             run_batch(["ip"], [f"netns add {ns}" for ns in planned])
         finally:        # those made before a failure are ours to remove
@@ -158,6 +159,8 @@ class Testbed:
                            input="".join(f"netns del {n}\n" for n in reversed(self.namespaces)))
             still = set(existing_namespaces(self.prefix))
             self.namespaces = [n for n in self.namespaces if n in still]
+            if not self.namespaces:
+                owners.release(self.tag)
             return list(self.namespaces)
 
     def __enter__(self) -> "Testbed":

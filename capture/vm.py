@@ -22,6 +22,7 @@ from tcpvar.errors import TestbedError, VmError
 from tcpvar.progress import Progress
 from tcpvar.resources import cache_dir
 
+from . import owners
 from .kernels import Kernel
 
 VM_CPUS = 2
@@ -63,17 +64,22 @@ def _remember_kvm(boots: bool) -> None:
 
 
 class Guest:
-    """One vng process and the lines its guest program prints."""
+    """One vng process and the lines its guest program prints. Its owner
+    file (owners.py) lets the next tcpvar end it if this one is killed."""
 
-    def __init__(self, args: list[str], log: Path):
+    def __init__(self, args: list[str], log: Path, tag: str):
         self.log = open(log, "wb")
+        self.tag = tag
+        owners.claim(tag)
         try:
             self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=self.log, start_new_session=True,
                                          env=guest_env(args))
         except OSError as exc:
             self.log.close()
+            owners.release(tag)
             raise VmError(f"cannot start {args[0]}: {exc.strerror}") from None
+        owners.add_process(tag, self.proc.pid)
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -102,6 +108,7 @@ class Guest:
                 pass
         status = self.proc.wait()
         self.log.close()
+        owners.release(self.tag)
         return status
 
 
@@ -151,14 +158,14 @@ def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
             progress(Progress("booting the micro-VM (trying KVM)"))
             trial = min(boot_timeout, KVM_TRIAL_S)
             guest, ready, _ = boot(_session_args(kernel, out_dir, spec_path, name, True),
-                                   log.with_suffix(".kvm.log"), trial)
+                                   log.with_suffix(".kvm.log"), trial, tag)
             if ready is not None:
                 kvm = True
                 _remember_kvm(True)
         if ready is None:
             progress(Progress("booting the micro-VM (TCG)"))
             guest, ready, why = boot(_session_args(kernel, out_dir, spec_path, name, False),
-                                     log, boot_timeout)
+                                     log, boot_timeout, tag)
             if ready is None:
                 raise VmError(f"the micro-VM {why} (kernel {kernel.image}; console: {log})")
             if kvm is None and trial == KVM_TRIAL_S:   # TCG booted where KVM did not
@@ -184,12 +191,12 @@ def _event(msg: dict) -> Progress:
     return Progress(f"the micro-VM says: {msg}")
 
 
-def boot(args: list[str], log: Path, timeout: float):
+def boot(args: list[str], log: Path, timeout: float, tag: str):
     """Start a guest and wait for its 'ready' message: (guest, message, '')
     once it is up; (None, None, what happened) with the guest stopped when
     it exits without a word (QEMU refusing to start, the guest's program
     failing) or says nothing for @timeout seconds."""
-    guest = Guest(args, log)
+    guest = Guest(args, log, tag)
     deadline = time.monotonic() + timeout
     try:
         while True:

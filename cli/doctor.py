@@ -13,6 +13,9 @@ def doctor(as_json):
     the peer tools). For each missing part, say what that disables and the
     command that installs it; ./bootstrap.sh installs them all.
 
+    First it removes what a tcpvar killed with SIGKILL left running (its
+    network namespaces and processes), as `tcpvar run` also does.
+
     Exits 0 when the README's main job (`tcpvar run --cc cubic --rtt 100`)
     can run here, on the host kernel or in the micro-VM, and 7 when it
     cannot; the last line says which backend it would use, or why not.
@@ -23,9 +26,12 @@ def doctor(as_json):
       tcpvar doctor --json | jq '.checks[] | select(.ok | not)'
     """
     from tcpvar import doctor as checkup
+    from tcpvar.capture import owners
     from tcpvar.errors import ExitStatus
     from tcpvar.report import terminal
 
+    for r in owners.reap():             # a killed run's namespaces and processes
+        terminal.note(str(r))
     checks = checkup.run_checks()
     verdict = checkup.main_job(checks)
     if as_json:

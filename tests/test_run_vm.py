@@ -211,7 +211,7 @@ def test_a_guest_that_exits_before_reporting(tmp_path):
 
     args = vm.vng_args(stock_kernel().image, ["sh", "-c", "echo guest broke >&2; exit 3"],
                        kvm=False, name=f"tcpvar-test-{tmp_path.name[-6:]}")
-    guest, ready, why = vm.boot(args, tmp_path / "console.log", 120)
+    guest, ready, why = vm.boot(args, tmp_path / "console.log", 120, tmp_path.name[-6:])
     assert guest is None and ready is None
     assert why.startswith("exited (status 3) before it reported"), why
     assert why.endswith("guest broke"), why
