@@ -13,6 +13,7 @@ import duckdb
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.analyzers.series import build_run_series
 from tcpvar.artefacts.run_folder import REPORT, read_manifest
+from tcpvar.capture import probe
 from tcpvar.capture.session import SessionRequest, capture
 from tcpvar.errors import InputError, StoreError, TcpvarError
 from tcpvar.ingest.run import load_run, stored_run
@@ -104,6 +105,7 @@ def store_runs(db_path: str, run_dirs, progress) -> list[StoredRun]:
 def store_into(store, run_dir: Path, progress) -> int:
     """Load a run folder the store does not hold yet, with its series; its run_id."""
     progress(Progress(f"loading {run_dir.name} into the store"))
+    probe.convert_pending(run_dir)      # a micro-VM's trace its killed tcpvar left raw
     run_id = load_run(store, run_dir)
     with store.transaction() as con:
         build_run_series(con, run_id, SERIES_INTERVAL_MS)
