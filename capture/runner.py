@@ -41,6 +41,10 @@ RECORDED_SYSCTLS = (
 )
 SAMPLED_PER_S = 4             # flows whose `ss -ti` the live display reads each second
 SETTLE_S = 1.0                # time for the last ACKs to come back before captures stop
+# an iperf3 client ends with a results exchange on its control connection,
+# which on a congested long path can wait out a backed-off retransmission
+# timeout: up to TCP_RTO_MAX, 120 s. Counted from each client's own end.
+FINISH_GRACE_S = 120
 
 
 class Interrupted(TcpvarError):
@@ -167,6 +171,7 @@ class Run:
         t0 = time.monotonic()
         pending = list(self.flows)
         clients: dict[int, subprocess.Popen] = {}
+        ends: list[float] = []          # when each started client should be done
         steps = list(p.schedule[1:])
         stop = threading.Event()
         sampler = threading.Thread(target=self._sampler, args=(t0, clients, stop), daemon=True)
@@ -177,6 +182,7 @@ class Run:
                 while pending and pending[0].flow.start_s <= now:
                     fe = pending.pop(0)
                     clients[fe.flow.flow] = self._start_client(fe)
+                    ends.append(time.monotonic() - t0 + fe.flow.duration_s)
                 while steps and steps[0][0] <= now:
                     at, rate = steps.pop(0)
                     self.net.set_rate(p.shaper, rate)
@@ -184,8 +190,9 @@ class Run:
                         {"t_s": round(now, 3), "bw_bps": rate})
                 if (self.dir / layout.STOP_FILE).exists():
                     raise Interrupted("stopped from the host")
-                if now > p.duration_s + 30:
-                    raise TestbedError("iperf3 clients did not finish 30 s after the run's end")
+                if not pending and now > max(ends) + FINISH_GRACE_S:
+                    raise TestbedError(f"iperf3 clients did not finish {FINISH_GRACE_S} s "
+                                       f"after their flows' end")
                 time.sleep(0.05)
         finally:
             stop.set()

@@ -31,13 +31,19 @@ def tcpvar(*args: str, work: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(exe), *args], cwd=work, text=True, stdout=subprocess.PIPE)
 
 
-def header(study: str, scale: str, took_s: float | None) -> str:
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+def commit() -> str:
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def header(study: str, scale: str, took_s: float | None, ran: str | None) -> str:
+    """@ran: the commit the runs were made with (None: pages written again
+    from the store, whose runs an earlier commit made)."""
     took = f", the runs took {took_s / 60:.0f} min" if took_s else ""
+    made = f"tcpvar {ran}" if ran else f"the page written by tcpvar {commit()} from the store"
     return (f"# {study} at scale {scale}\n\n"
             f"Measured by `studies/reproductions.py --scale {scale} {study}` on "
-            f"{time.strftime('%Y-%m-%d')}: tcpvar {commit}, {os.cpu_count()} cores, "
+            f"{time.strftime('%Y-%m-%d')}: {made}, {os.cpu_count()} cores, "
             f"host kernel {platform.release()}, the micro-VM under TCG{took}.\n\n")
 
 
@@ -54,6 +60,7 @@ def main() -> int:
     out = ROOT / "docs" / "reproductions"
     out.mkdir(exist_ok=True)
     status = 0
+    ran = None if a.write_only else commit()    # before the hours of runs, not after
     for study in a.studies:
         args = [study, "--scale", a.scale, "--db", "reproductions.duckdb"]
         took = None
@@ -68,7 +75,7 @@ def main() -> int:
         page = tcpvar("reproduce", *args, "--dry-run", "--markdown", work=a.work)
         if page.returncode != 0:
             return 1
-        (out / f"{study}-{a.scale}.md").write_text(header(study, a.scale, took) + page.stdout)
+        (out / f"{study}-{a.scale}.md").write_text(header(study, a.scale, took, ran) + page.stdout)
         print(f"{study}: docs/reproductions/{study}-{a.scale}.md")
     return status
 

@@ -10,7 +10,9 @@ X, Y = "rtt_p95_ms", "iperf3_mbps"
 
 
 def label(key: dict) -> str:
-    return ", ".join(f"{v}" if k == "cc" else f"{k} {v}" for k, v in key.items()) or "all runs"
+    """cubic, rtt 100; a mechanism not in use (ngwa, wbrto None) is "off"."""
+    return ", ".join(f"{v}" if k == "cc" else f"{k} {'off' if v is None else v}"
+                     for k, v in key.items()) or "all runs"
 
 
 def draw_scatter(doc: dict):
