@@ -24,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STUDIES = ("kinicki", "ngwa", "wbrto", "callegari2011")
+# the run options a study's delay scatter groups by (docs/img/reproductions/)
+SCATTER_BY = {"kinicki": "cc", "ngwa": "ngwa", "wbrto": "wbrto,rtt"}
 
 
 def tcpvar(*args: str, work: Path) -> subprocess.CompletedProcess:
@@ -76,6 +78,11 @@ def main() -> int:
         if page.returncode != 0:
             return 1
         (out / f"{study}-{a.scale}.md").write_text(header(study, a.scale, took, ran) + page.stdout)
+        if study in SCATTER_BY:
+            figure = ROOT / "docs" / "img" / "reproductions" / f"{study}-{a.scale}.png"
+            figure.parent.mkdir(parents=True, exist_ok=True)
+            tcpvar("compare", "--db", "reproductions.duckdb", "--study", f"{study}-{a.scale}",
+                   "--by", SCATTER_BY[study], "--plot", str(figure), work=a.work)
         print(f"{study}: docs/reproductions/{study}-{a.scale}.md")
     return status
 
