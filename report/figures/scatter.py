@@ -4,15 +4,23 @@ mean with the 95 % confidence interval on both axes. The delay axis runs
 from high to low, so better is up and to the right."""
 from __future__ import annotations
 
+from itertools import groupby
+
 from . import color, finish_plain
 
 X, Y = "rtt_p95_ms", "iperf3_mbps"
 
 
 def label(key: dict) -> str:
-    """cubic, rtt 100; a mechanism not in use (ngwa, wbrto None) is "off"."""
-    return ", ".join(f"{v}" if k == "cc" else f"{k} {'off' if v is None else v}"
+    """cubic, rtt 100; a mechanism not in use (ngwa, wbrto None) is "off";
+    a run of many flows is cubic×11+bic×11+reno×10."""
+    return ", ".join(_variants(v) if k == "cc" else f"{k} {'off' if v is None else v}"
                      for k, v in key.items()) or "all runs"
+
+
+def _variants(cc: str) -> str:
+    runs = [(name, len(list(group))) for name, group in groupby(cc.split("+"))]
+    return "+".join(name if n == 1 else f"{name}×{n}" for name, n in runs)
 
 
 def draw_scatter(doc: dict):
