@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from importlib import resources
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import duckdb
 
 from tcpvar import signals
 from tcpvar.errors import StoreError
+from tcpvar.progress import Progress
 
 SCHEMA_VERSION = "1"
 # the tables holding a capture's rows, the capture's own row last
@@ -29,21 +31,17 @@ def _views() -> str:
 class Store:
     """A tcpvar workspace database (default ./tcpvar.duckdb)."""
 
-    def __init__(self, path: str | Path = "tcpvar.duckdb", read_only: bool = False):
+    def __init__(self, path: str | Path = "tcpvar.duckdb", read_only: bool = False,
+                 wait_s: float = 0.0, progress=None):
+        """@wait_s: how long to wait for another process that holds the
+        store (DuckDB lets one process at a time write a database), telling
+        @progress; 0 fails at once."""
         self.path = str(path)
         if Path(self.path).is_dir():
             raise StoreError(f"store {self.path}: is a directory, not a DuckDB file")
         if read_only and not Path(self.path).exists():
             raise StoreError(f"store {self.path}: no such database (run `tcpvar analyze` first)")
-        try:
-            self.con = duckdb.connect(self.path, read_only=read_only)
-        except duckdb.Error as exc:
-            holder = re.search(r"Conflicting lock is held in (\S+) \(PID (\d+)\)", str(exc))
-            if holder:  # DuckDB lets one process at a time write a database
-                raise StoreError(f"store {self.path} is open in another process "
-                                 f"({Path(holder[1]).name}, PID {holder[2]}): wait for it to "
-                                 f"finish, or use another --db") from None
-            raise StoreError(f"cannot open store {self.path}: {_one_line(exc)}") from None
+        self.con = self._connect(read_only, time.monotonic() + wait_s, progress)
         if not read_only:
             self._apply_schema()
         self._check_version()
@@ -54,6 +52,24 @@ class Store:
                                               "CREATE OR REPLACE TEMP VIEW"))
         else:
             self._drop_partial_captures()
+
+    def _connect(self, read_only: bool, deadline: float, progress):
+        while True:
+            try:
+                return duckdb.connect(self.path, read_only=read_only)
+            except duckdb.Error as exc:
+                holder = re.search(r"Conflicting lock is held in (\S+) \(PID (\d+)\)",
+                                   str(exc))
+                if not holder:
+                    raise StoreError(f"cannot open store {self.path}: {_one_line(exc)}") \
+                        from None
+                who = f"{Path(holder[1]).name}, PID {holder[2]}"
+                if time.monotonic() >= deadline:
+                    raise StoreError(f"store {self.path} is open in another process ({who}): "
+                                     f"wait for it to finish, or use another --db") from None
+                if progress:
+                    progress(Progress(f"waiting for the store {self.path}, open in {who}"))
+                time.sleep(0.5)
 
     def _apply_schema(self) -> None:
         self.con.execute(resources.files("tcpvar.store").joinpath("schema.sql").read_text())

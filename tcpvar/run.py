@@ -24,6 +24,11 @@ RunRequest = SessionRequest      # what `tcpvar run` asks for is a capture sessi
 SERIES_INTERVAL_MS = 1000.0      # iperf3 reports every second: the pcap series matches
 
 
+# runs that end together (two tcpvar run into one --db) store one after the
+# other: each waits this long for the other to let go of the store
+STORE_WAIT_S = 600
+
+
 @dataclass
 class RunOutcome:
     backend: str
@@ -61,7 +66,7 @@ def _write_reports(db_path: str, summaries: list[dict], progress) -> None:
     from tcpvar.report import figures, html
     from tcpvar.reporting import run_outputs
 
-    with Store(db_path) as store:
+    with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
         for s in summaries:
             run_dir = Path(s["dir"])
             progress(Progress(f"drawing the figures of {run_dir.name}"))
@@ -96,7 +101,7 @@ def store_runs(db_path: str, run_dirs, progress) -> list[StoredRun]:
             r.error = exc
     todo = [r for r in results if r.error is None]
     if todo:
-        with Store(db_path) as store:
+        with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
             for r in todo:
                 _store_one(store, r, progress)
     return results

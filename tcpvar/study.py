@@ -244,9 +244,9 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
     """Run what the store lacks, one capture session per kernel (a stock and
     a patched one boot once each); each session's runs are stored when it
     ends, also when it ends in Ctrl-C or a failure."""
-    from tcpvar.run import RunRequest, execute
+    from tcpvar.run import STORE_WAIT_S, RunRequest, execute
 
-    with Store(db_path) as store:
+    with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
         entries = plan(store, study)
     todo = [e for e in entries if not (e.skipped or e.elsewhere)]
     outcome = SweepOutcome(study, entries)

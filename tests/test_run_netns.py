@@ -266,3 +266,31 @@ def test_missing_tool_is_named(tmp_path):
     assert proc.stderr.strip() == ("tcpvar: error: iperf3 is not installed "
                                    "(apt-get install iperf3, or run ./bootstrap.sh)")
 
+
+
+def test_two_runs_at_once_into_one_store(tmp_path):
+    """Two `tcpvar run` at the same time: their namespaces, folders and
+    ports differ, both succeed, and the one that ends second waits for the
+    store rather than failing; the store then holds both, each with its
+    captures complete, and nothing of either is left."""
+    cmds = [[sys.executable, "-m", "tcpvar.cli", "run", "--json", "-q", "--backend", "netns",
+             "--cc", cc, "--rtt", "0", "--bw", "20mbit", "--duration", "4",
+             "--out", str(tmp_path / f"runs-{cc}"), "--db", str(tmp_path / "t.duckdb")]
+            for cc in ("reno", "cubic")]
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for c in cmds]
+    results = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in results]
+    runs = [json.loads(out)["runs"][0] for out, _ in results]
+    assert runs[0]["name"] != runs[1]["name"]
+    ports = [{f["dst_port"] for f in json.loads((Path(r["dir"]) / "manifest.json")
+                                                 .read_text())["flows"]} for r in runs]
+    assert not ports[0] & ports[1]
+    con = duckdb.connect(str(tmp_path / "t.duckdb"), read_only=True)
+    stored = con.execute("SELECT r.name, count(*) FILTER (WHERE c.complete) FROM runs r "
+                         "JOIN captures c ON c.capture_id IN (r.sender_capture, "
+                         "r.bottleneck_capture) GROUP BY r.name ORDER BY r.name").fetchall()
+    con.close()
+    assert stored == sorted((r["name"], 2) for r in runs)
+    for r in runs:
+        assert_nothing_left(r)
