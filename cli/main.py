@@ -17,6 +17,7 @@ from tcpvar.errors import ExitStatus, TcpvarError
 from .analyze import analyze
 from .compare import compare
 from .doctor import doctor
+from .export import export
 from .kernel import kernel
 from .load import load
 from .merge import merge
@@ -63,6 +64,7 @@ def cli(ctx: click.Context, traceback: bool) -> None:
 cli.add_command(analyze)
 cli.add_command(compare)
 cli.add_command(doctor)
+cli.add_command(export)
 cli.add_command(kernel)
 cli.add_command(load)
 cli.add_command(merge)

@@ -5,19 +5,21 @@ import click
 
 
 @click.command(short_help="Copy the runs and captures of other stores into this one.")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False),
+@click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True),
                 metavar="STORE...")
 @click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
               type=click.Path(dir_okay=False), help="DuckDB store to merge into.")
 def merge(sources, db_path):
     """Copy every run and capture of the STOREs into the store, with new ids:
     the parts of a study run on several machines (tcpvar sweep --shard)
-    become one. What the store holds already (a run by its folder and
+    become one. A STORE is a DuckDB store, or a folder that `tcpvar export
+    --parquet` wrote. What the store holds already (a run by its folder and
     start, a capture by its path and fingerprint) is not copied twice.
 
     \b
     Examples:
       tcpvar merge part1.duckdb part2.duckdb --db study.duckdb
+      tcpvar merge exported/ --db study.duckdb
       tcpvar compare --db study.duckdb --study rtts --by cc,rtt
     """
     from tcpvar.report import terminal

@@ -4,14 +4,17 @@ copied into this one, for studies split across machines with `tcpvar sweep
 run_id and capture_id columns are mapped through them, so the result is a
 store like any other. A run this store holds already (same folder, same
 start) and a capture it holds already (same path, same fingerprint) are not
-copied again: merging twice changes nothing."""
+copied again: merging twice changes nothing. A folder of Parquet that
+`tcpvar export` wrote merges the same way."""
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from tcpvar.errors import StoreError
 
 from .db import Store
+from .export import META, from_parquet, is_export
 
 RUN_REFS = ("run_id",)
 CAPTURE_REFS = ("capture_id", "sender_capture", "bottleneck_capture")
@@ -19,8 +22,15 @@ CAPTURE_REFS = ("capture_id", "sender_capture", "bottleneck_capture")
 
 def merge(store: Store, source: str | Path) -> dict:
     """Copy @source's runs and captures into @store; how many of each were
-    copied and how many it held already."""
+    copied and how many it held already. @source is a store, or a folder
+    that `tcpvar export --parquet` wrote."""
     source = Path(source)
+    if is_export(source):
+        with tempfile.TemporaryDirectory(prefix="tcpvar-merge-") as work:
+            return merge(store, from_parquet(source, Path(work)))
+    if source.is_dir():
+        raise StoreError(f"{source}: a folder, but not one tcpvar export --parquet wrote "
+                         f"(no {META})")
     if source.resolve() == Path(store.path).resolve():
         raise StoreError(f"{source}: is the store merged into")
     Store(source, read_only=True).close()        # a tcpvar store of this schema version

@@ -213,6 +213,24 @@ def test_compare_bad_input(tmp_path):
     assert not (tmp_path / "none.duckdb").exists()
 
 
+def test_a_study_exported_and_merged(study, tmp_path):
+    """`tcpvar export --parquet --study` writes the study's runs and their
+    captures; merged into an empty store, `tcpvar compare` says of it what
+    it says of the original."""
+    tmp, _ = study
+    r = tcpvar_main("export", "--parquet", tmp_path / "grid", "--study", "grid", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    runs = sorted(p.name for p in (tmp_path / "grid" / "runs").iterdir())
+    assert runs == ["study=grid"]
+    assert len(list((tmp_path / "grid" / "flows").iterdir())) == 8
+    r = tcpvar_main("merge", tmp_path / "grid", "--db", tmp_path / "m.duckdb")
+    assert r.returncode == 0 and "8 runs and 16 captures copied" in r.stderr, r.stderr
+    by = ("compare", "--study", "grid", "--by", "cc,rtt", "--json")
+    original = json.loads(tcpvar_main(*by, cwd=tmp).stdout)
+    merged = json.loads(tcpvar_main(*by, "--db", tmp_path / "m.duckdb").stdout)
+    assert merged["groups"] == original["groups"]
+
+
 def test_a_shard_pair_merged_equals_the_whole(tmp_path):
     """Two shards of one study, each in a store of its own, merged into a
     third: the third holds the whole plan, each run as its shard stored it."""
