@@ -50,7 +50,9 @@ VM_TOOL_USE = {
     "busybox": "virtme-ng's guest init",
 }
 HOOK_TOOLS = ("make", "clang", "llvm-strip", "bpftool", "cc")
-KERNEL_TOOLS = ("gcc", "make", "bc", "bison", "flex", "pahole", "git")
+KERNEL_TOOLS = ("gcc", "make", "bc", "bison", "flex", "pahole", "git", "xz")
+# headers the kernel build compiles against -> the Debian package with them
+KERNEL_HEADERS = {"gelf.h": "libelf-dev", "openssl/ssl.h": "libssl-dev"}
 STOCK_FETCH_TOOLS = ("apt-get", "apt-cache", "dpkg-deb", "depmod")
 LINUX_SOURCE = "linux-source-6.1"
 LINUX_SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
@@ -249,6 +251,9 @@ def _specs() -> list[_Spec]:
         _Spec("kernel", "kernel-patches", kbuild, _patches, hint=_REINSTALL),
         _Spec("kernel", LINUX_SOURCE, kbuild, _linux_source),
         *(_tool_spec("kernel", t, kbuild) for t in KERNEL_TOOLS),
+        *(_Spec("kernel", package, kbuild, partial(_header, header),
+                install=f"apt-get install {package}")
+          for header, package in KERNEL_HEADERS.items()),
         _Spec("kernel", "deb-src entry", "building tc with the ngwa qdisc (`apt-get source "
               "iproute2`), so --ngwa", _deb_src, required=False, install="./bootstrap.sh"),
         _Spec("kernel", "patched kernel", "an instant start for --ngwa, --wbrto and --kernel "
@@ -277,6 +282,12 @@ def _tool_spec(group: str, tool: str, disables: str, required: bool = True) -> _
 def _module_spec(module: str, disables: str) -> _Spec:
     return _Spec("analyze", module, disables, partial(_module, module),
                  install=tools.pip_install(module))
+
+
+def _header(name: str) -> Found:
+    """A C header in the compiler's default include path."""
+    path = Path("/usr/include") / name
+    return Found(True, str(path)) if path.is_file() else Found(False, f"no {path}")
 
 
 def _tool(tool: str) -> Found:
