@@ -148,4 +148,7 @@ def _in_vm(req: SessionRequest, plan: list[PlannedRun], runs: list[dict], out_di
             with contextlib.suppress(OSError):  # the folders of runs the guest never started
                 Path(run["dir"]).rmdir()
             if Path(run["dir"]).is_dir():       # the trace the guest left to convert here
-                probe.convert_pending(Path(run["dir"]))
+                # not over the session's own error: a trace that cannot be
+                # converted now (a full disk) stays for tcpvar load to convert
+                with contextlib.suppress(OSError):
+                    probe.convert_pending(Path(run["dir"]))
