@@ -52,6 +52,18 @@ def run_batch(prefix: list[str], commands: list[str]) -> None:
         raise TestbedError(f"`{' '.join(prefix)}` batch failed: {why[0]}")
 
 
+def existing_namespaces(prefix: str = "tcpvar-") -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines()
+            if line.strip() and line.split()[0].startswith(prefix)]
+
+
+def delete_namespaces(names: list[str]) -> None:
+    """One process for all; -force goes on past a namespace already gone."""
+    subprocess.run(["ip", "-force", "-batch", "-"], capture_output=True, text=True,
+                   input="".join(f"netns del {n}\n" for n in names))
+
+
 class Processes:
     """The processes of one run. stop() ends them gently, then for good."""
 

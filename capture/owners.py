@@ -18,6 +18,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .netns import delete_namespaces, existing_namespaces
+
 ROOT = Path(os.environ.get("TCPVAR_OWNERS_DIR", "/run/tcpvar/owners"))
 
 
@@ -102,11 +104,10 @@ def reap() -> list[Reaped]:
         pids = set(started + [pid for ns in doc["namespaces"] for pid in _pids_in(ns)])
         for pid in pids:
             _kill(pid, group=pid in started)
-        live = set(_namespaces())
+        live = set(existing_namespaces(""))
         gone = [ns for ns in doc["namespaces"] if ns in live]
         if gone:
-            subprocess.run(["ip", "-force", "-batch", "-"], capture_output=True, text=True,
-                           input="".join(f"netns del {ns}\n" for ns in gone))
+            delete_namespaces(gone)
         path.unlink(missing_ok=True)
         out.append(Reaped(path.stem, doc["pid"], gone, len(pids)))
     return out
@@ -128,7 +129,3 @@ def _pids_in(ns: str) -> list[int]:
     res = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
     return [int(p) for p in res.stdout.split()] if res.returncode == 0 else []
 
-
-def _namespaces() -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.strip()]

@@ -25,7 +25,7 @@ from tcpvar.errors import TestbedError
 from tcpvar.progress import Progress, Reporter
 
 from . import nsctl, owners
-from .netns import Processes, run, run_batch
+from .netns import Processes, delete_namespaces, existing_namespaces, run, run_batch
 
 # offloads that merge or split segments: off, the captures show the packets of
 # the emulated wire and the qdiscs queue real packets, not super-packets
@@ -34,12 +34,6 @@ OFFLOADS = ("tso", "gso", "gro", "lro")
 
 def new_tag() -> str:
     return secrets.token_hex(3)
-
-
-def existing_namespaces(prefix: str = "tcpvar-") -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines()
-            if line.strip() and line.split()[0].startswith(prefix)]
 
 
 def run_script(main) -> None:
@@ -154,9 +148,7 @@ class Testbed:
         would not go."""
         with signals.held():     # a cleanup half done is worse than a late Ctrl-C
             self.procs.stop_all()
-            # one process for all; -force goes on past a namespace already gone
-            subprocess.run(["ip", "-force", "-batch", "-"], capture_output=True, text=True,
-                           input="".join(f"netns del {n}\n" for n in reversed(self.namespaces)))
+            delete_namespaces(list(reversed(self.namespaces)))
             still = set(existing_namespaces(self.prefix))
             self.namespaces = [n for n in self.namespaces if n in still]
             if not self.namespaces:

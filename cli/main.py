@@ -7,6 +7,7 @@ unexpected is reported as an internal error (--traceback shows it).
 """
 from __future__ import annotations
 
+import errno
 import sys
 
 import click
@@ -113,7 +114,6 @@ def main(argv: list[str] | None = None) -> int:
 
 def _no_space(exc: Exception) -> bool:
     """A full disk, in an OSError of ours or in DuckDB's own words."""
-    import errno
     return (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or \
         "No space left on device" in str(exc)
 

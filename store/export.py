@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tcpvar.errors import StoreError, UsageError
 
-from .db import Store
+from .db import Store, one
 
 RUN_TABLES = ("flows", "qdisc_stats", "iperf_intervals", "probe_events")
 CAPTURE_TABLES = ("captures", "packets", "connections", "dir_counters", "retransmit_events",
@@ -38,7 +38,7 @@ def export(store: Store, out: Path, studies: list[str] = (), run_ids: list[int] 
         SELECT run_id, sender_capture, bottleneck_capture FROM runs
         WHERE NOT $chosen OR list_contains($studies, study) OR list_contains($ids, run_id)""",
                 {"chosen": chosen, "studies": list(studies), "ids": list(run_ids)})
-    if chosen and not one_value(con, "SELECT count(*) FROM export_runs"):
+    if chosen and not one(con, "SELECT count(*) FROM export_runs")[0]:
         raise UsageError("no run of the store matches --study or --run")
     con.execute("""
         CREATE OR REPLACE TEMP TABLE export_captures AS
@@ -59,18 +59,13 @@ def export(store: Store, out: Path, studies: list[str] = (), run_ids: list[int] 
     return rows
 
 
-def one_value(con, query: str):
-    return con.execute(query).fetchone()[0]
-
-
 def _copy(con, query: str, path: Path, partition: str | None) -> int:
     """COPY @query to Parquet at @path (partitioned by @partition); its rows.
     An empty table writes no folder: Parquet partitions need a row."""
-    n = one_value(con, f"SELECT count(*) FROM ({query})")
+    n = one(con, f"SELECT count(*) FROM ({query})")[0]
     if n or partition is None:
-        target = str(path).replace("'", "''")
         options = f", PARTITION_BY ({partition})" if partition else ""
-        con.execute(f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd"
+        con.execute(f"COPY ({query}) TO '{_quoted(path)}' (FORMAT parquet, COMPRESSION zstd"
                     f"{options})")
     return n
 
@@ -85,9 +80,9 @@ def from_parquet(folder: Path, work: Path) -> Path:
     db = Path(tempfile.mkdtemp(dir=work)) / "export.duckdb"
     with Store(db) as store:
         con = store.con
-        version = one_value(con, f"SELECT value FROM read_parquet('{_quoted(folder / META)}') "
-                                 f"WHERE key = 'schema_version'")
-        mine = one_value(con, "SELECT value FROM meta WHERE key = 'schema_version'")
+        version = one(con, f"SELECT value FROM read_parquet('{_quoted(folder / META)}') "
+                           f"WHERE key = 'schema_version'")[0]
+        mine = one(con, "SELECT value FROM meta WHERE key = 'schema_version'")[0]
         if version != mine:
             raise StoreError(f"{folder}: exported with schema version {version}, this tcpvar "
                              f"needs {mine}")

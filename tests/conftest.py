@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,20 @@ def tcpvar_main(*args, cwd=None) -> subprocess.CompletedProcess:
             contextlib.chdir(cwd or os.getcwd()):
         status = main(argv)
     return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
+
+
+def tcpvar_process(*args, cwd=None, env=None, timeout: float = 300
+                   ) -> subprocess.CompletedProcess:
+    """The tcpvar command in a process of its own, `python -m tcpvar.cli`, as
+    a user starts it."""
+    return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+
+
+def error_lines(stderr: str) -> list[str]:
+    """The error lines of a command's stderr: tcpvar's own or Click's."""
+    return [line for line in stderr.splitlines()
+            if line.startswith(("tcpvar: error:", "Error:"))]
 
 
 def capture_id(path: Path) -> str:

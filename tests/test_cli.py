@@ -16,15 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, error_lines, tcpvar_process
 from conftest import tcpvar_main as tcpvar
 
 BAD = FIXTURES / "bad"
-
-
-def tcpvar_process(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
 @pytest.fixture
@@ -257,6 +252,4 @@ def test_non_finite_numbers_are_refused(args, value, db):
     refused in one line before anything runs."""
     res = tcpvar(*[str(a).format(value) for a in args], "--db", db)
     assert res.returncode == 2, res.stderr
-    errors = [line for line in res.stderr.splitlines()
-              if line.startswith(("tcpvar: error:", "Error:"))]
-    assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert len(error_lines(res.stderr)) == 1 and "Traceback" not in res.stderr, res.stderr

@@ -10,11 +10,10 @@ import os
 import random
 import struct
 import subprocess
-import sys
 
 import pytest
 
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, tcpvar_process
 
 LUA = ROOT / "dissectors" / "ngwa.lua"
 EXPECTED = json.loads((FIXTURES / "crafted_expected.json").read_text())["files"]
@@ -293,10 +292,7 @@ def test_random_options_tcpvar_agrees_with_tshark(tmp_path, analyzed, store):
 # tcpvar wireshark install
 # ---------------------------------------------------------------------------
 
-def tcpvar(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, env=env)
-
+tcpvar = tcpvar_process
 
 def test_install_into_a_folder(tmp_path):
     target = tmp_path / "plugins" / "new"

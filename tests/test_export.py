@@ -10,7 +10,7 @@ import subprocess
 import pyarrow.dataset as ds
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, error_lines
 from conftest import tcpvar_main as tcpvar
 
 FILES = [FIXTURES / n for n in ("sll.pcap", "iperf_4flows.pcap", "sack_recovery.pcap")]
@@ -87,5 +87,5 @@ def _without_ids(doc: dict) -> list[dict]:
 def test_bad_input(exported, tmp_path, args, status, words):
     fill = {"out": exported / "out", "new": tmp_path / "new", "fixtures": FIXTURES}
     r = tcpvar(*[a.format(**fill) for a in args], "--db", exported / "s.duckdb")
-    errors = [line for line in r.stderr.splitlines() if "error" in line.lower()]
+    errors = error_lines(r.stderr)
     assert r.returncode == status and len(errors) == 1 and words in errors[0], r.stderr

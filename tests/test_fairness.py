@@ -11,6 +11,7 @@ import pytest
 import tshark_truth as truth
 from tcpvar.analyzers import fairness
 
+import peers
 from conftest import FIXTURES
 
 
@@ -101,7 +102,7 @@ def test_pair_friendliness(store, analyzed):
 
 def _flow_key(conn: dict, flow: dict) -> tuple[truth.Sender, truth.Sender]:
     ends = [conn["a"], conn["b"]] if flow["dir"] == 0 else [conn["b"], conn["a"]]
-    return tuple((addr, int(port)) for addr, port in (e.rsplit(":", 1) for e in ends))
+    return tuple(peers.endpoint(e) for e in ends)
 
 
 @pytest.mark.parametrize("name, interval_ms, pair", [

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from run_helpers import namespaces
+
 OWNER = """
 import subprocess, sys, time
 from tcpvar.capture.testbed import Testbed, line, run_script
@@ -41,8 +43,7 @@ def _owner(env) -> tuple[subprocess.Popen, str]:
 
 
 def _namespaces(prefix: str) -> list[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return sorted(line.split()[0] for line in out.splitlines() if line.startswith(prefix))
+    return sorted(n for n in namespaces() if n.startswith(prefix))
 
 
 def _pids(ns: str) -> list[int]:

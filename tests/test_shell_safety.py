@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import ast
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, error_lines
+from conftest import tcpvar_process as tcpvar
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIRS = ("tcpvar", "cli", "capture", "artefacts", "ingest", "analyzers", "store",
@@ -52,11 +51,6 @@ def _payloads(marker: Path) -> list[str]:
             f"x|touch {m}", f"'\"; touch {m}; \""]
 
 
-def tcpvar(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=120, cwd=cwd)
-
-
 @pytest.mark.parametrize("args", [
     ["run", "--backend", "netns", "--cc"], ["run", "--backend", "vm", "--bw"],
     ["run", "--buffer"], ["run", "--bw-schedule"], ["run", "--backend", "vm", "--kernel"],
@@ -69,9 +63,8 @@ def test_refused_in_one_line(tmp_path, args):
     for payload in _payloads(marker):
         res = tcpvar(*args, payload, cwd=tmp_path)
         assert res.returncode != 0, (args, payload, res.stdout)
-        errors = [line for line in res.stderr.splitlines()
-                  if line.startswith(("tcpvar: error:", "Error:"))]   # tcpvar's or Click's
-        assert len(errors) == 1 and "Traceback" not in res.stderr, (args, payload, res.stderr)
+        assert len(error_lines(res.stderr)) == 1 and "Traceback" not in res.stderr, \
+            (args, payload, res.stderr)
     assert not marker.exists()
 
 

@@ -13,14 +13,10 @@ import duckdb
 import pytest
 
 from conftest import FIXTURES
+from conftest import tcpvar_process as tcpvar
 
 SMALL = FIXTURES / "out_of_order.pcap"
 LARGE = FIXTURES / "iperf_bulk_loss.pcap"
-
-
-def tcpvar(*args):
-    return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
 
 
 def one_error(res, status: int, words: str) -> None:
