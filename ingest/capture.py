@@ -172,10 +172,10 @@ def _load_packets(con, capture_id: int, scanner, feed, read: Callable[[int], Non
         with _interrupt_between_batches() as interrupted:
             while True:
                 status = _load_next(con, capture_id, q, read)
+                if interrupted():           # the last batch's too
+                    raise KeyboardInterrupt
                 if status != "more":
                     return status
-                if interrupted():
-                    raise KeyboardInterrupt
     finally:
         stop.set()
         worker.join()
@@ -205,7 +205,8 @@ def _load_next(con, capture_id: int, q: queue.Queue, read: Callable[[int], None]
 def _interrupt_between_batches():
     """Ctrl-C while loading takes effect between two batches: raised inside
     DuckDB's scan of a batch, it would come back as a DuckDB error."""
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) == signal.SIG_IGN:     # nohup, a script's job
         yield lambda: False
         return
     hit = threading.Event()

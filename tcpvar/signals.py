@@ -15,7 +15,10 @@ _pending: int | None = None
 
 
 def unwind_on_signals() -> None:
-    """Install the handlers (a program that owns its process calls this)."""
+    """Install the handlers (a program that owns its process calls this).
+    A signal ignored when tcpvar starts stays ignored, as a shell means it:
+    `nohup` ignores SIGHUP so a sweep outlives its terminal, and a script's
+    background job ignores SIGINT so the script's Ctrl-C is not its own."""
     def on_signal(signum, _frame):
         global received, _pending
         received = signum
@@ -25,7 +28,8 @@ def unwind_on_signals() -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
     for sig in UNWINDING:
-        signal.signal(sig, on_signal)
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, on_signal)
 
 
 @contextlib.contextmanager

@@ -176,6 +176,30 @@ def test_interrupted_load_leaves_nothing(tmp_path):
     assert counts == (1, 1, 0)
 
 
+def test_sigint_on_the_last_batch_is_not_lost(tmp_path):
+    """A real SIGINT while the last batch is stored (it used to be forgotten
+    there: the command went on and exited 0): the load stops and its rows
+    go."""
+    from tcpvar.ingest.capture import ingest
+    from tcpvar.store import Store
+
+    path = FIXTURES / "iperf_bulk_loss.pcap"
+    size = path.stat().st_size
+    sent = []
+
+    def interrupt(event):
+        if not sent and event.done == size:
+            sent.append(event.done)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with Store(tmp_path / "i.duckdb") as store:
+        with pytest.raises(KeyboardInterrupt):
+            ingest(store, path, progress=interrupt)
+        counts = store.con.execute(
+            "SELECT (SELECT count(*) FROM captures), (SELECT count(*) FROM packets)").fetchone()
+    assert sent and counts == (0, 0)
+
+
 def test_store_drops_a_killed_load(tmp_path):
     """A process killed while loading leaves an incomplete capture: the next
     writer removes it, and analysing the file again stores it whole."""
@@ -231,6 +255,28 @@ def test_ctrl_c_during_a_real_load(tmp_path, db):
                  "SELECT (SELECT count(*) FROM captures) AS c, "
                  "(SELECT count(DISTINCT capture_id) FROM packets) AS p")
     assert res.stdout.splitlines()[1] == "1,1"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT])
+def test_a_signal_ignored_at_start_stays_ignored(tmp_path, db, sig):
+    """`nohup tcpvar sweep` must outlive its terminal, and a script's
+    background job its Ctrl-C: a signal ignored when tcpvar starts is not
+    taken up by its handlers. The load goes on and the capture is stored."""
+    big = tmp_path / "big.pcap"
+    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(big)]
+                   + [str(FIXTURES / "iperf_bulk_loss.pcap")] * 20, check=True)
+    frames = int(subprocess.run(["capinfos", "-Mc", str(big)], capture_output=True,
+                                text=True, check=True).stdout.split()[-1])
+    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", "analyze", "--db", str(db),
+                             "-q", str(big)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN))
+    _wait_until_reading(proc, big)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    res = tcpvar("query", "--db", db, "--csv", "SELECT frames FROM captures WHERE complete")
+    assert res.stdout.splitlines()[1:] == [str(frames)]
 
 
 @pytest.mark.parametrize("args", [
