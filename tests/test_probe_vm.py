@@ -49,7 +49,7 @@ def test_guest_hook_matches_stock(guest_result):
     assert same["mismatched"] == 0, same["examples"]
     assert same["hook_only"] == 0
     assert same["paired"] == guest_result["hook"]["events"] > 500
-    assert same["stock_only"] <= 0.01 * guest_result["stock"]["events"]
+    assert same["stock_only"] <= guest_result["hook"]["lost"]    # unseen, ring buffer full
 
 
 def test_guest_ss_and_loss(guest_result):

@@ -368,7 +368,7 @@ int main(int argc, char **argv)
 	__u16 ports[TPE_MAX_PORTS];
 	__u8 addrs[TPE_MAX_ADDRS][16];
 	int n_ports = 0, n_addrs = 0, opt;
-	__u64 cookie = 0, counts[TPE_CNT_SLOTS], misses;
+	__u64 cookie = 0, counts[TPE_CNT_SLOTS], misses, unseen;
 	double duration = 0;
 	unsigned long rb_mb = 16;
 	unsigned hz = 0;
@@ -513,6 +513,8 @@ int main(int argc, char **argv)
 	ring_buffer__consume(rb);
 	sum_counters(skel, counts);
 	misses = recursion_misses(skel);
+	/* a sum of signed steps; below zero only while segments waited on a backlog */
+	unseen = (__s64)counts[TPE_CNT_UNSEEN] > 0 ? counts[TPE_CNT_UNSEEN] : 0;
 	fflush(st.out);
 	if (ferror(st.out)) {
 		fprintf(stderr, "tcp_probe_ext: error: writing %s failed\n", output ? output : "stdout");
@@ -522,11 +524,12 @@ int main(int argc, char **argv)
 		fclose(st.out);
 	fprintf(stderr,
 		"STATS {\"attach\": \"%s\", \"hz\": %u, \"events\": %llu, \"lost\": %llu, "
-		"\"ringbuf_full\": %llu, \"recursion_misses\": %llu, "
+		"\"ringbuf_full\": %llu, \"recursion_misses\": %llu, \"unseen\": %llu, "
 		"\"matched\": %llu, \"submitted\": %llu, \"not_tcp\": %llu}\n",
 		used, hz, (unsigned long long)st.events,
-		(unsigned long long)(counts[TPE_CNT_LOST] + misses),
+		(unsigned long long)(counts[TPE_CNT_LOST] + misses + unseen),
 		(unsigned long long)counts[TPE_CNT_LOST], (unsigned long long)misses,
+		(unsigned long long)unseen,
 		(unsigned long long)counts[TPE_CNT_MATCHED],
 		(unsigned long long)counts[TPE_CNT_SUBMITTED],
 		(unsigned long long)counts[TPE_CNT_NOTCP]);

@@ -17,7 +17,8 @@
 #define TPE_CNT_LOST 1        /* records the ring buffer had no room for */
 #define TPE_CNT_NOTCP 2       /* events whose socket was not a TCP socket */
 #define TPE_CNT_MATCHED 3     /* events that passed the filters */
-#define TPE_CNT_SLOTS 4
+#define TPE_CNT_UNSEEN 4      /* segments a recorded socket received with no event */
+#define TPE_CNT_SLOTS 5
 
 struct tpe_event {
 	__u64 ts_ns;          /* bpf_ktime_get_ns(): CLOCK_MONOTONIC */
