@@ -313,8 +313,7 @@ def _open_scanner(path: Path, options: ScanOptions):
                                     hwdup_us=options.hwdup_us,
                                     fd=feed.read_fd if feed else -1)
     except _pcapscan.ScanError as exc:
-        if feed:
-            os.close(feed.read_fd)
+        if feed:                        # its read end went with the Scanner
             feed.close()
             if feed.error:
                 raise InputError(f"{path}: {feed.error}") from None

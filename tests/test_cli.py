@@ -45,6 +45,7 @@ def test_version():
     (FIXTURES, 3, "is a directory"),
     (BAD / "empty.pcap", 3, "empty file"),
     (BAD / "garbage.pcap", 3, "not a pcap or pcapng capture"),
+    (BAD / "garbage.pcap.gz", 3, "not a pcap or pcapng capture"),   # was closed twice
     (BAD / "truncated_header.pcap", 3, "truncated capture header"),
     (BAD / "unknown_linktype.pcap", 3, "unsupported link type 147"),
     (BAD / "udp_only.pcap", 4, "no TCP segments in 5 frames"),
@@ -255,6 +256,23 @@ def test_ctrl_c_during_a_real_load(tmp_path, db):
                  "SELECT (SELECT count(*) FROM captures) AS c, "
                  "(SELECT count(DISTINCT capture_id) FROM packets) AS p")
     assert res.stdout.splitlines()[1] == "1,1"
+
+
+@pytest.mark.parametrize("kw, error", [({"rto_min_ms": float("nan")}, ValueError),
+                                       ({}, "ScanError")])
+def test_scanner_owns_its_descriptor(kw, error):
+    """The native Scanner closes the descriptor it is given also when it
+    refuses the arguments or the stream, so no caller closes it twice (the
+    fuzzer's module target ran out of descriptors on the first)."""
+    from tcpvar.ingest import _pcapscan
+
+    fd = os.memfd_create("capture")
+    os.write(fd, (BAD / "garbage.pcap").read_bytes())
+    os.lseek(fd, 0, os.SEEK_SET)
+    with pytest.raises(_pcapscan.ScanError if error == "ScanError" else error):
+        _pcapscan.Scanner("<fd>", fd=fd, **kw)
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(fd)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGINT])

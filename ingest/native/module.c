@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "scan.h"
 
@@ -327,6 +328,16 @@ typedef struct {
 #define MAX_RTO_MIN_MS	3.6e6	/* an hour */
 #define MAX_HWDUP_US	1e6	/* a second */
 
+/*
+ * The Scanner owns the descriptor it is given from the call on, whether it
+ * accepts it or not: the caller never closes it, so it is never closed twice.
+ */
+static void refuse_fd(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
 static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"path", "packets", "batch_rows", "rto_min_ms",
@@ -349,12 +360,14 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	    !(rto_min_ms >= 0 && rto_min_ms <= MAX_RTO_MIN_MS) ||
 	    !(hwdup_us >= 0 && hwdup_us <= MAX_HWDUP_US)) {
 		Py_DECREF(path_obj);
+		refuse_fd(fd);
 		PyErr_SetString(PyExc_ValueError, "batch_rows, rto_min_ms or hwdup_us out of range");
 		return NULL;
 	}
 	self = (ScannerObject *)type->tp_alloc(type, 0);
 	if (!self) {
 		Py_DECREF(path_obj);
+		refuse_fd(fd);
 		return NULL;
 	}
 	self->packets = packets;
@@ -366,10 +379,11 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		FILE *fp = fdopen(fd, "rb");
 
 		if (fp) {
-			rc = tv_scan_open_fp(&self->scan, fp, &opts);
+			rc = tv_scan_open_fp(&self->scan, fp, &opts);	/* closes it on failure */
 		} else {
 			snprintf(self->scan.errbuf, sizeof(self->scan.errbuf),
 				 "cannot read descriptor %d", fd);
+			refuse_fd(fd);
 			rc = -1;
 		}
 	} else {
@@ -627,7 +641,8 @@ static PyType_Slot scanner_slots[] = {
 	{Py_tp_getset, scanner_getset},
 	{Py_tp_doc, "Scanner(path, packets=True, batch_rows=262144, rto_min_ms=200, "
 		    "hwdup_us=0, fd=-1): one pass over a pcap or pcapng file, or "
-		    "over the stream open on fd (which it then owns)."},
+		    "over the stream open on fd (which it then owns, and closes also when it "
+		    "refuses the arguments or the stream)."},
 	{0, NULL},
 };
 
