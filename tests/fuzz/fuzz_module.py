@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Atheris target for the Python boundary of the native reader (module.c).
 An input is 16 control bytes, then a capture: the control bytes choose the
 Scanner's arguments (flags, batch size, --rto-min, --hw-dups, a path or a
@@ -5,8 +6,8 @@ descriptor) and the order of calls to its methods and properties, calls
 after close() included; the batches are read after the scanner is gone.
 
 Run by tests/fuzz/run.sh against an ASan + UBSan build of the extension
-(tests/fuzz/build/module/_pcapscan*.so) with atheris' sanitizer runtime
-preloaded; see docs/fuzzing.md.
+(tests/fuzz/build/module/_pcapscan*.so, named by TCPVAR_FUZZ_EXTENSION) with
+atheris' sanitizer runtime preloaded; see docs/fuzzing.md.
 """
 import importlib.util
 import os
@@ -14,7 +15,9 @@ import sys
 
 import atheris
 
-spec = importlib.util.spec_from_file_location("_pcapscan", sys.argv.pop(1))
+# the instrumented extension, named in the environment: libFuzzer runs this
+# script again with the same arguments for -merge, -fork and -jobs
+spec = importlib.util.spec_from_file_location("_pcapscan", os.environ["TCPVAR_FUZZ_EXTENSION"])
 _pcapscan = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(_pcapscan)
 

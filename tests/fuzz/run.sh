@@ -41,8 +41,10 @@ fuzz() {
 	decode) ./fuzz_decode -max_len=16384 -timeout=10 -rss_limit_mb=2048 "$@" ;;
 	module)
 		runtime=$("$py" -c 'import atheris; print(atheris.path())')/asan_with_fuzzer.so
-		LD_PRELOAD="$runtime" ASAN_OPTIONS=detect_leaks=0 "$py" "$here/fuzz_module.py" \
-			module/_pcapscan*.so -max_len=65552 -timeout=10 -rss_limit_mb=4096 "$@" ;;
+		# libFuzzer runs the script itself again (merge): "env python3" finds $py
+		PATH="$(dirname "$py"):$PATH" TCPVAR_FUZZ_EXTENSION=$(echo "$PWD"/module/_pcapscan*.so) \
+			LD_PRELOAD="$runtime" ASAN_OPTIONS=detect_leaks=0 "$py" "$here/fuzz_module.py" \
+			-max_len=65552 -timeout=10 -rss_limit_mb=4096 "$@" ;;
 	*) echo "run.sh: no target $target (pcap, decode, module)" >&2; exit 2 ;;
 	esac
 }
