@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,13 @@ import pytest
 
 from tcpvar.analysis import AnalyzeOptions, analyze_capture
 from tcpvar.store import Store
+
+# The suite may run under nohup or as a script's background job, where
+# SIGHUP or SIGINT is ignored, and tcpvar keeps a signal ignored at its start
+# (docs/reliability.md): the commands the tests signal start with the
+# dispositions a terminal gives.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "pcaps"
