@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tcpvar.ingest import _pcapscan
+
 from conftest import FIXTURES, error_lines, tcpvar_process
 from conftest import tcpvar_main as tcpvar
 
@@ -236,12 +238,19 @@ def _wait_until_reading(proc: subprocess.Popen, path: Path, timeout_s: float = 6
     raise AssertionError(f"{path} was not opened within {timeout_s} s")
 
 
+def _big_capture(tmp_path: Path, copies: int) -> Path:
+    """iperf_bulk_loss.pcap @copies times over: a load that lasts long enough
+    to be signalled while it reads."""
+    big = tmp_path / "big.pcap"
+    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(big)]
+                   + [str(FIXTURES / "iperf_bulk_loss.pcap")] * copies, check=True)
+    return big
+
+
 def test_ctrl_c_during_a_real_load(tmp_path, db):
     """SIGINT while a 2-million-packet capture loads: exit status 130, one
     line, and the store holds exactly what it held before."""
-    big = tmp_path / "big.pcap"
-    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(big)]
-                   + [str(FIXTURES / "iperf_bulk_loss.pcap")] * 100, check=True)
+    big = _big_capture(tmp_path, 100)
     assert tcpvar("analyze", "--db", db, "-q", FIXTURES / "sll.pcap").returncode == 0
     proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", "analyze", "--db", str(db),
                              "-q", str(big)], stdout=subprocess.DEVNULL,
@@ -259,17 +268,15 @@ def test_ctrl_c_during_a_real_load(tmp_path, db):
 
 
 @pytest.mark.parametrize("kw, error", [({"rto_min_ms": float("nan")}, ValueError),
-                                       ({}, "ScanError")])
+                                       ({}, _pcapscan.ScanError)])
 def test_scanner_owns_its_descriptor(kw, error):
     """The native Scanner closes the descriptor it is given also when it
     refuses the arguments or the stream, so no caller closes it twice (the
     fuzzer's module target ran out of descriptors on the first)."""
-    from tcpvar.ingest import _pcapscan
-
     fd = os.memfd_create("capture")
     os.write(fd, (BAD / "garbage.pcap").read_bytes())
     os.lseek(fd, 0, os.SEEK_SET)
-    with pytest.raises(_pcapscan.ScanError if error == "ScanError" else error):
+    with pytest.raises(error):
         _pcapscan.Scanner("<fd>", fd=fd, **kw)
     with pytest.raises(OSError, match="Bad file descriptor"):
         os.fstat(fd)
@@ -280,9 +287,7 @@ def test_a_signal_ignored_at_start_stays_ignored(tmp_path, db, sig):
     """`nohup tcpvar sweep` must outlive its terminal, and a script's
     background job its Ctrl-C: a signal ignored when tcpvar starts is not
     taken up by its handlers. The load goes on and the capture is stored."""
-    big = tmp_path / "big.pcap"
-    subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(big)]
-                   + [str(FIXTURES / "iperf_bulk_loss.pcap")] * 20, check=True)
+    big = _big_capture(tmp_path, 20)
     frames = int(subprocess.run(["capinfos", "-Mc", str(big)], capture_output=True,
                                 text=True, check=True).stdout.split()[-1])
     proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", "analyze", "--db", str(db),
