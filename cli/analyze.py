@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from tcpvar.errors import ExitStatus, TcpvarError, UsageError
+from tcpvar.errors import ExitStatus, UsageError
 
 from .options import Finite
 
@@ -51,9 +51,11 @@ def _pair(ctx, param, value):
               help="Write every kind of `tcpvar plot` figure of each capture to "
                    "DIR/NAME-KIND.png.")
 @click.option("--force", is_flag=True, help="Read files again even if the store has them.")
+@click.option("-j", "--jobs", default=0, type=click.IntRange(min=0), metavar="N",
+              help="Files read at once, each by a worker thread  [default: one per core].")
 @click.option("-q", "--quiet", is_flag=True, help="No progress display.")
 def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair, stats_only,
-            rto_min_ms, hwdup_us, plot_dir, force, quiet):
+            rto_min_ms, hwdup_us, plot_dir, force, jobs, quiet):
     """Analyse TCP connections in capture FILES, in the spirit of tcptrace -l -r.
 
     Reads pcap and pcapng (Ethernet, Linux SLL/SLL2, raw IP, 802.1Q, loopback,
@@ -61,7 +63,8 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
     DuckDB store, and prints per-connection statistics: packets, data and
     unique bytes, retransmissions, reordering, duplicate ACKs, RTT samples
     (Karn's rule), inferred timeouts and fast retransmits, throughput and
-    goodput. Analysing a file again reuses what the store has.
+    goodput. Analysing a file again reuses what the store has. Several files
+    are read at once, one per core (--jobs), each stored as its own capture.
 
     \b
     Examples:
@@ -69,8 +72,11 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
       tcpvar analyze --fairness --interval 500 two_flows.pcap
       tcpvar analyze --pair 2:1 --json vegas_vs_reno.pcap
       tcpvar analyze --plot plots/ bulk.pcap
+      tcpvar analyze -q --jobs 8 captures/*.pcapng
     """
-    from tcpvar.analysis import AnalyzeOptions, analyze_capture
+    import time
+
+    from tcpvar import analysis
     from tcpvar.ingest.capture import ScanOptions
     from tcpvar.report import export, terminal
     from tcpvar.store import Store
@@ -79,32 +85,40 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
         raise UsageError("choose one of --json and --csv")
     if stats_only and plot_dir:
         raise UsageError("--plot needs the time series, which --stats-only skips")
-    options = AnalyzeOptions(
+    options = analysis.AnalyzeOptions(
         scan=ScanOptions(packets=not stats_only, rto_min_ms=rto_min_ms, hwdup_us=hwdup_us),
         interval_ms=interval_ms, force=force, fairness=fairness,
         flows=list(flows) or None, pair=pair)
 
-    captures, failures, taken = [], [], set()
-    with Store(db_path) as store:
-        for path in files:
-            try:
-                with terminal.file_progress(f"reading {path}", quiet) as progress:
-                    doc = analyze_capture(store, path, options, progress)
-            except TcpvarError as exc:
+    workers = analysis.workers(jobs, files)
+    captures, outcomes, taken = [], [], set()
+    start = time.monotonic()
+    with Store(db_path) as store, \
+            terminal.file_progress(f"reading {files[0]}", quiet) as progress:
+        for outcome in analysis.analyze_captures(store, list(files), options, workers,
+                                                 progress):
+            outcomes.append(outcome)
+            if outcome.error:
                 if len(files) == 1:
-                    raise
-                terminal.error(str(exc))
-                failures.append(exc.status)
+                    raise outcome.error
+                terminal.error(str(outcome.error))
                 continue
+            doc = outcome.doc
             for warning in [doc["warning"], *doc.get("fairness", {}).get("warnings", [])]:
                 if warning:
-                    terminal.warn(f"{path}: {warning}")
+                    terminal.warn(f"{outcome.path}: {warning}")
             if plot_dir:
                 _plot(store, doc, plot_dir, taken)
             captures.append(doc)
+    speed = analysis.summary(outcomes, time.monotonic() - start, workers)
+    if len(files) > 1 and not quiet:
+        terminal.note(f"read {speed['captures_read']} captures, {speed['packets']:,} packets "
+                      f"in {speed['seconds']:.2f} s ({speed['packets_per_s'] or 0:,} packets/s, "
+                      f"{workers} worker{'s' if workers > 1 else ''})")
+    failures = [o.error.status for o in outcomes if o.error]
 
     if as_json:
-        terminal.data(export.to_json({"captures": [
+        terminal.data(export.to_json({"summary": speed, "captures": [
             {k: v for k, v in c.items() if k != "connections"} for c in captures],
             "connections": [dict(conn, capture=c["path"]) for c in captures
                             for conn in c["connections"]]}))

@@ -161,15 +161,16 @@ def _producer(scanner, feed, out: queue.Queue, stop: threading.Event) -> None:
         _hand_over(out, ("crash", exc, None, None), stop)
 
 
-def _load_packets(con, capture_id: int, scanner, feed, read: Callable[[int], None]) -> str:
+def _load_packets(con, capture_id: int, scanner, feed, read: Callable[[int], None],
+                  stop: threading.Event | None) -> str:
     """Drain the scanner into the packets table; return the final status."""
     q: queue.Queue = queue.Queue(maxsize=QUEUE_DEPTH)
-    stop = threading.Event()
-    worker = threading.Thread(target=_producer, args=(scanner, feed, q, stop),
+    loader_done = threading.Event()
+    worker = threading.Thread(target=_producer, args=(scanner, feed, q, loader_done),
                               name="tcpvar-scan", daemon=True)
     worker.start()
     try:
-        with _interrupt_between_batches() as interrupted:
+        with _interrupt_between_batches(stop) as interrupted:
             while True:
                 status = _load_next(con, capture_id, q, read)
                 if interrupted():           # the last batch's too
@@ -177,7 +178,7 @@ def _load_packets(con, capture_id: int, scanner, feed, read: Callable[[int], Non
                 if status != "more":
                     return status
     finally:
-        stop.set()
+        loader_done.set()
         worker.join()
 
 
@@ -202,12 +203,13 @@ def _load_next(con, capture_id: int, q: queue.Queue, read: Callable[[int], None]
 
 
 @contextlib.contextmanager
-def _interrupt_between_batches():
+def _interrupt_between_batches(stop: threading.Event | None):
     """Ctrl-C while loading takes effect between two batches: raised inside
-    DuckDB's scan of a batch, it would come back as a DuckDB error."""
+    DuckDB's scan of a batch, it would come back as a DuckDB error. Away from
+    the main thread, @stop says when to end (the main thread took the Ctrl-C)."""
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGINT) == signal.SIG_IGN:     # nohup, a script's job
-        yield lambda: False
+        yield stop.is_set if stop else lambda: False
         return
     hit = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda signum, frame: hit.set())
@@ -322,7 +324,7 @@ def _open_scanner(path: Path, options: ScanOptions):
 
 
 def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOptions,
-          progress: Reporter | None) -> CaptureResult:
+          progress: Reporter | None, stop: threading.Event | None) -> CaptureResult:
     """Packets batch by batch, each committed (memory stays flat), then the
     statistics and the capture's row in one transaction that completes it."""
     con = store.con
@@ -334,7 +336,7 @@ def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOption
 
     try:
         with store.memory_limit(LOAD_MEMORY):
-            status = _load_packets(con, capture_id, scanner, feed, read)
+            status = _load_packets(con, capture_id, scanner, feed, read, stop)
     except _pcapscan.ScanError as exc:
         raise _scan_error(path, str(exc)) from None
     if feed and feed.error:
@@ -364,9 +366,11 @@ def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOption
 
 
 def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
-           force: bool = False, progress: Reporter | None = None) -> CaptureResult:
+           force: bool = False, progress: Reporter | None = None,
+           stop: threading.Event | None = None) -> CaptureResult:
     """Read a capture into the store; a file already there, unchanged and read
-    with the same options, is reused.
+    with the same options, is reused. Setting @stop ends the load as Ctrl-C
+    does, for loads outside the main thread.
 
     Until the capture's row says complete, its rows are partial: any failure
     or interruption deletes them, and the store drops what a killed process
@@ -398,7 +402,7 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, false)""",
                 [capture_id, apath, st.st_size, st.st_mtime_ns, fp, options.packets,
                  options.rto_min_ms, options.hwdup_us, __version__])
-        return _load(store, capture_id, path, scanner, feed, options, progress)
+        return _load(store, capture_id, path, scanner, feed, options, progress, stop)
     except BaseException:
         if capture_id is not None:      # also when Ctrl-C came as its row was written
             store.delete_capture(capture_id)

@@ -92,6 +92,7 @@ def file_progress(label: str, quiet: bool = False):
         task = progress.add_task(label, total=None)
 
         def update(event: Progress) -> None:
-            progress.update(task, completed=event.done, total=event.total)
+            progress.update(task, description=event.phase or label, completed=event.done,
+                            total=event.total)
 
         yield update

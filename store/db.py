@@ -3,7 +3,9 @@ that every stage shares (transactions, capture bookkeeping, user queries)."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import re
+import threading
 import time
 from importlib import resources
 from pathlib import Path
@@ -37,6 +39,7 @@ class Store:
         store (DuckDB lets one process at a time write a database), telling
         @progress; 0 fails at once."""
         self.path = str(path)
+        self._limit = _SharedLimit()
         if Path(self.path).is_dir():
             raise StoreError(f"store {self.path}: is a directory, not a DuckDB file")
         if read_only and not Path(self.path).exists():
@@ -105,16 +108,32 @@ class Store:
             for table in CAPTURE_TABLES:
                 self.con.execute(f"DELETE FROM {table} WHERE capture_id = $1", [capture_id])
 
+    def worker(self) -> Store:
+        """This store for another thread: its own DuckDB connection to the
+        same database. A process's connections may write at once (DuckDB's
+        appends never conflict); close it when the thread is done."""
+        view = copy.copy(self)
+        view.con = self.con.cursor()
+        return view
+
     @contextlib.contextmanager
     def memory_limit(self, limit: str):
         """DuckDB keeps written blocks cached up to its memory limit (most of
-        the RAM by default): a lower limit keeps a long load's memory flat."""
-        old = one(self.con, "SELECT current_setting('memory_limit')")[0]
-        self.con.execute(f"SET memory_limit = '{limit}'")
+        the RAM by default): a lower limit keeps a long load's memory flat.
+        The limit is the database's, shared by its connections: the first
+        load to start sets it, the last to end restores it."""
+        with self._limit.lock:
+            if not self._limit.depth:
+                self._limit.old = one(self.con, "SELECT current_setting('memory_limit')")[0]
+                self.con.execute(f"SET memory_limit = '{limit}'")
+            self._limit.depth += 1
         try:
             yield
         finally:
-            self.con.execute(f"SET memory_limit = '{old}'")
+            with self._limit.lock:
+                self._limit.depth -= 1
+                if not self._limit.depth:
+                    self.con.execute(f"SET memory_limit = '{self._limit.old}'")
 
     @contextlib.contextmanager
     def transaction(self):
@@ -149,6 +168,15 @@ class Store:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class _SharedLimit:
+    """The memory limit's owner among a store's connections."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.old = ""
 
 
 def one(con, sql: str, params=None):

@@ -1,13 +1,23 @@
-"""Offline analysis of a capture, all stages but presentation: ingest the
-file into the store, build its series, and gather the results."""
+"""Offline analysis of captures, all stages but presentation: ingest each
+file into the store, build its series, and gather the results; several
+files at once, one worker thread per file."""
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Iterator
 
 from tcpvar.analyzers import fairness as fairness_mod
 from tcpvar.analyzers.connections import connections
 from tcpvar.analyzers.series import build_throughput
+from tcpvar.errors import TcpvarError
 from tcpvar.ingest.capture import ScanOptions, ingest
+from tcpvar.progress import Progress, Reporter, ignore
 from tcpvar.store.db import one
 
 
@@ -21,9 +31,10 @@ class AnalyzeOptions:
     pair: tuple[int, int] | None = None     # (variant, reference) for friendliness
 
 
-def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None) -> dict:
+def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
+                    stop: threading.Event | None = None) -> dict:
     """One capture's results as a JSON-ready dict."""
-    res = ingest(store, path, options.scan, force=options.force, progress=progress)
+    res = ingest(store, path, options.scan, force=options.force, progress=progress, stop=stop)
     with store.transaction() as con:
         has_series = build_throughput(con, res.capture_id, options.interval_ms)
     con = store.con
@@ -52,3 +63,122 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None) ->
                                                 options.flows, options.pair)
     return doc
 
+
+@dataclass
+class Outcome:
+    """What became of one of the files given: its results or its error."""
+    path: str
+    doc: dict | None = None
+    error: TcpvarError | None = None
+
+
+def workers(jobs: int, paths: list[str]) -> int:
+    """Worker threads for @paths: @jobs, or one per core when 0, at most
+    one per file."""
+    return max(1, min(jobs or len(os.sched_getaffinity(0)), len({_key(p) for p in paths})))
+
+
+def analyze_captures(store, paths: list[str], options: AnalyzeOptions, jobs: int,
+                     progress: Reporter | None = None) -> Iterator[Outcome]:
+    """Each capture's outcome, in the order given, analysing up to @jobs
+    files at once. Each worker thread has its own connection to the store:
+    the native scan and DuckDB's loading release the GIL, and DuckDB lets a
+    process's connections append at once. A file named twice is read once.
+    Ctrl-C stops every worker between two batches; each removes its
+    unfinished capture, and the captures already complete stay."""
+    meter = _Meter(paths, progress or ignore)
+    if jobs <= 1:
+        for path in paths:
+            yield _outcome(path, partial(meter.run, path,
+                                         partial(analyze_capture, store, path, options)))
+        return
+    stop = threading.Event()
+    with ThreadPoolExecutor(jobs, thread_name_prefix="tcpvar-analyze") as pool:
+        futures: dict[str, Future] = {}
+        for path in paths:
+            if _key(path) not in futures:
+                futures[_key(path)] = pool.submit(
+                    meter.run, path, partial(_worker, store, path, options, stop))
+        try:
+            for path in paths:
+                yield _outcome(path, partial(_result, futures[_key(path)]))
+        finally:                # Ctrl-C, or the caller stopped reading
+            stop.set()
+            for future in futures.values():
+                future.cancel()
+
+
+def _worker(store, path: str, options: AnalyzeOptions, stop: threading.Event,
+            progress: Reporter) -> dict:
+    if stop.is_set():
+        raise KeyboardInterrupt
+    view = store.worker()
+    try:
+        return analyze_capture(view, path, options, progress, stop)
+    except KeyboardInterrupt:   # a signal held until this thread's transaction ended
+        stop.set()
+        raise
+    finally:
+        view.close()
+
+
+def _result(future: Future):
+    """The future's result, waiting in short steps: a signal may reach any
+    of the process's threads, and the main thread runs its handler only once
+    it wakes."""
+    while True:
+        try:
+            return future.result(timeout=0.1)
+        except FutureTimeout:
+            continue
+
+
+def _outcome(path: str, result) -> Outcome:
+    try:
+        return Outcome(path, doc=result())
+    except TcpvarError as exc:
+        return Outcome(path, error=exc)
+
+
+def _key(path: str) -> str:
+    return os.path.realpath(path)
+
+
+class _Meter:
+    """One progress line for all the files: bytes read of their total."""
+
+    def __init__(self, paths: list[str], progress: Reporter):
+        self.sizes = {}
+        for path in paths:
+            try:
+                self.sizes[_key(path)] = Path(path).stat().st_size
+            except OSError:         # reported by the file's own analysis
+                self.sizes[_key(path)] = 0
+        self.done = dict.fromkeys(self.sizes, 0)
+        self.phase = f"reading {paths[0]}" if len(self.sizes) == 1 else \
+            f"reading {len(self.sizes)} captures"
+        self.progress = progress
+        self.lock = threading.Lock()
+
+    def run(self, path: str, work):
+        """@work(reporter) for @path; the file counts as read once it returns."""
+        key = _key(path)
+        doc = work(lambda event: self._moved(key, event.done or 0))
+        self._moved(key, self.sizes[key])
+        return doc
+
+    def _moved(self, key: str, done: float) -> None:
+        with self.lock:
+            self.done[key] = done
+            done = sum(self.done.values())
+        self.progress(Progress(self.phase, done, sum(self.sizes.values()), "bytes"))
+
+
+def summary(outcomes: list[Outcome], seconds: float, workers: int) -> dict:
+    """How fast this call read its captures: packets (frames) per second of
+    wall time over all workers; captures the store already had don't count."""
+    read = {o.doc["capture_id"]: o.doc for o in outcomes if o.doc and not o.doc["reused"]}
+    packets = sum(d["frames"] for d in read.values())
+    return {"captures_read": len(read), "packets": packets, "seconds": round(seconds, 3),
+            "packets_per_s": round(packets / seconds) if seconds > 0 else None,
+            "workers": workers}

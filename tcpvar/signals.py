@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 
 UNWINDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 received: int | None = None
-_holding = 0
+_holding = 0                 # blocks in held(), in any thread
 _pending: int | None = None
+_lock = threading.RLock()     # also taken by the handler, in the main thread
 
 
 def unwind_on_signals() -> None:
@@ -22,9 +24,10 @@ def unwind_on_signals() -> None:
     def on_signal(signum, _frame):
         global received, _pending
         received = signum
-        if _holding:
-            _pending = signum
-            return
+        with _lock:
+            if _holding:
+                _pending = signum
+                return
         raise KeyboardInterrupt(f"signal {signum}")
 
     for sig in UNWINDING:
@@ -39,13 +42,17 @@ def held():
     unwind_on_signals when it reaches another thread (Python runs them in
     the main thread whichever thread the signal reached)."""
     global _holding, _pending
-    _holding += 1
+    with _lock:
+        _holding += 1
     old = signal.pthread_sigmask(signal.SIG_BLOCK, UNWINDING)   # and whatever the handler
     try:
         yield
     finally:
-        _holding -= 1
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
-    if not _holding and _pending is not None:
-        sig, _pending = _pending, None
+        with _lock:
+            _holding -= 1
+            sig = _pending if not _holding else None
+            if sig is not None:
+                _pending = None
+    if sig is not None:
         raise KeyboardInterrupt(f"signal {sig}")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tcpvar.analysis import AnalyzeOptions, analyze_capture
+from tcpvar.analysis import AnalyzeOptions, analyze_capture, analyze_captures
 from tcpvar.store import Store
 
 # The suite may run under nohup or as a script's background job, where
@@ -85,12 +85,22 @@ def store(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def analyzed(store):
-    """analyzed(path) -> the JSON document of `tcpvar analyze` for it (cached)."""
-    cache: dict[tuple, dict] = {}
+    """analyzed(path) -> the JSON document of `tcpvar analyze` for it (cached).
+    The captures above are read at the first call, all at once with two
+    worker threads (`analyze --jobs 2`): the comparisons with tcptrace,
+    tshark and craft.py's ground truth check the parallel path too."""
+    cache: dict[tuple, dict | Exception] = {}
 
     def get(path: Path, **kw) -> dict:
+        if not cache:
+            paths = OWN_CAPTURES + SHARED_CAPTURES
+            for p, outcome in zip(paths, analyze_captures(store, [str(p) for p in paths],
+                                                          AnalyzeOptions(), jobs=2)):
+                cache[(p, ())] = outcome.doc or outcome.error
         key = (path, tuple(sorted(kw.items())))
         if key not in cache:
             cache[key] = analyze_capture(store, str(path), AnalyzeOptions(**kw))
+        if isinstance(cache[key], Exception):
+            raise cache[key]
         return cache[key]
     return get

@@ -238,10 +238,10 @@ def _wait_until_reading(proc: subprocess.Popen, path: Path, timeout_s: float = 6
     raise AssertionError(f"{path} was not opened within {timeout_s} s")
 
 
-def _big_capture(tmp_path: Path, copies: int) -> Path:
+def _big_capture(tmp_path: Path, copies: int, name: str = "big.pcap") -> Path:
     """iperf_bulk_loss.pcap @copies times over: a load that lasts long enough
     to be signalled while it reads."""
-    big = tmp_path / "big.pcap"
+    big = tmp_path / name
     subprocess.run(["mergecap", "-a", "-F", "pcap", "-w", str(big)]
                    + [str(FIXTURES / "iperf_bulk_loss.pcap")] * copies, check=True)
     return big
@@ -256,6 +256,51 @@ def test_ctrl_c_during_a_real_load(tmp_path, db):
                              "-q", str(big)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     _wait_until_reading(proc, big)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    assert err.strip().splitlines() == [
+        "tcpvar: error: interrupted; the store keeps what was complete before"]
+    res = tcpvar("query", "--db", db, "--csv",
+                 "SELECT (SELECT count(*) FROM captures) AS c, "
+                 "(SELECT count(DISTINCT capture_id) FROM packets) AS p")
+    assert res.stdout.splitlines()[1] == "1,1"
+
+
+def test_many_files_at_once(tmp_path, db):
+    """--jobs 2 over several files: each stored once as a capture of its own
+    with capinfos' frame count, a bad one reported in one line beside them,
+    and the summary's packets are capinfos' too."""
+    files = [FIXTURES / "iperf_4flows.pcap", FIXTURES / "sll.pcap",
+             FIXTURES / "iperf_wrap.pcap.gz", FIXTURES / "iperf_4flows.pcap", BAD / "garbage.pcap"]
+    res = tcpvar("analyze", "--db", db, "--json", "--jobs", "2", *files)
+    assert res.returncode == 3, res.stderr
+    assert error_lines(res.stderr) == [
+        f"tcpvar: error: {BAD / 'garbage.pcap'}: not a pcap or pcapng capture"]
+    frames = {str(p.resolve()): int(subprocess.run(
+        ["capinfos", "-Mc", str(p)], capture_output=True, text=True,
+        check=True).stdout.split()[-1]) for p in files[:3]}
+    doc = json.loads(res.stdout)
+    assert [c["path"] for c in doc["captures"]] == [str(p.resolve()) for p in files[:4]]
+    assert {c["path"]: c["frames"] for c in doc["captures"]} == frames
+    assert doc["summary"] | {"seconds": 0, "packets_per_s": 0} == {
+        "captures_read": 3, "packets": sum(frames.values()), "seconds": 0,
+        "packets_per_s": 0, "workers": 2}
+    stored = tcpvar("query", "--db", db, "--csv",
+                    "SELECT path, frames FROM captures WHERE complete ORDER BY path")
+    assert stored.stdout.splitlines()[1:] == [f"{p},{n}" for p, n in sorted(frames.items())]
+
+
+def test_ctrl_c_stops_every_worker(tmp_path, db):
+    """SIGINT while two workers each load a capture: exit status 130, one
+    line, and the store holds what it held before, no rows of either."""
+    bigs = [_big_capture(tmp_path, 60, name) for name in ("one.pcap", "two.pcap")]
+    assert tcpvar("analyze", "--db", db, "-q", FIXTURES / "sll.pcap").returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", "analyze", "--db", str(db),
+                             "-q", "--jobs", "2", *map(str, bigs)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for big in bigs:
+        _wait_until_reading(proc, big)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
