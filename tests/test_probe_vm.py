@@ -5,6 +5,8 @@ minute in all)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 
@@ -27,10 +29,16 @@ def guest_result(tmp_path_factory):
                       ["env", f"TCPVAR_PROBE_TOOL={built.tool}", sys.executable,
                        str(ROOT / "tests" / "probe_scenario.py"), str(out / "s")],
                       kvm=False, name=f"tcpvar-test-{out.name[-6:]}", rw_dir=out)
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=900,
-                         start_new_session=True, env=vm.guest_env(cmd))
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True, env=vm.guest_env(cmd))
+    try:
+        stdout, stderr = proc.communicate(timeout=900)
+    finally:
+        if proc.poll() is None:     # interrupted or too slow: vng, QEMU and all go
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
     result = out / "s" / "result.json"
-    assert result.exists(), (res.returncode, res.stdout[-2000:], res.stderr[-2000:])
+    assert result.exists(), (proc.returncode, stdout[-2000:], stderr[-2000:])
     return json.loads(result.read_text())
 
 
