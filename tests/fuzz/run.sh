@@ -3,6 +3,7 @@
 # small captures of fixtures/pcaps. CI runs it briefly; for a long run:
 #   tests/fuzz/run.sh 3600
 #   RUNS=10000000 TARGETS=module tests/fuzz/run.sh     # a number of executions, one target
+#   JOBS=2 RUNS=5000000 TARGETS=module tests/fuzz/run.sh   # two processes, RUNS each
 #   SAVE=1 tests/fuzz/run.sh     # minimise the grown corpus into tests/fuzz/corpus.tar.xz
 # New crashes are written to tests/fuzz/build/crash-* and fail the run.
 set -eu
@@ -10,6 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 seconds=${1:-30}
 limit="-max_total_time=$seconds"
 [ -n "${RUNS:-}" ] && limit="-runs=$RUNS"
+jobs=${JOBS:-1}
+case $jobs in '' | *[!0-9]*) echo "run.sh: JOBS must be a number" >&2; exit 2 ;; esac
 targets=${TARGETS:-pcap decode module}
 py=$(command -v "${PYTHON:-python3}")	# the Python with atheris (fuzz_module.py)
 case $py in /*) ;; *) py="$PWD/$py" ;; esac
@@ -61,5 +64,10 @@ if [ -n "${SAVE:-}" ]; then
 	exit
 fi
 for target in $targets; do
-	fuzz "$target" "$limit" -print_final_stats=1 "$corpus/$target"
+	if [ "$jobs" -gt 1 ]; then	# each job logs to fuzz-N.log here
+		fuzz "$target" "$limit" -jobs="$jobs" -workers="$jobs" -print_final_stats=1 \
+			"$corpus/$target"
+	else
+		fuzz "$target" "$limit" -print_final_stats=1 "$corpus/$target"
+	fi
 done
