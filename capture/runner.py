@@ -41,6 +41,10 @@ RECORDED_SYSCTLS = (
 )
 SAMPLED_PER_S = 4             # flows whose `ss -ti` the live display reads each second
 SETTLE_S = 1.0                # time for the last ACKs to come back before captures stop
+# while a run stops (the guest saving a tcp_probe trace and captures of tens
+# of MB through 9p under TCG can take minutes), the phase is reported again
+# this often, so that the host knows the guest is alive (vm.SILENCE_S)
+STOPPING_REPORT_S = 10.0
 # an iperf3 client ends with a results exchange on its control connection,
 # which on a congested long path can wait out a backed-off retransmission
 # timeout: up to TCP_RTO_MAX, 120 s. Counted from each client's own end.
@@ -261,7 +265,22 @@ class Run:
 
     # -- ending --------------------------------------------------------------
     def _teardown(self) -> None:
-        self._phase("stopping")
+        alive = threading.Event()
+        reporter = threading.Thread(target=self._keep_reporting, args=("stopping", alive),
+                                    daemon=True)
+        reporter.start()
+        try:
+            self._stop_everything()
+        finally:
+            alive.set()
+            reporter.join()
+
+    def _keep_reporting(self, phase: str, done: threading.Event) -> None:
+        self._phase(phase)
+        while not done.wait(STOPPING_REPORT_S):
+            self._phase(phase)
+
+    def _stop_everything(self) -> None:
         for name, proc in self.procs.procs:
             if name.startswith("client") or name.startswith("server"):
                 self.procs.stop(proc, grace_s=3)
