@@ -7,8 +7,10 @@ setup(
     ext_modules=[
         Extension(
             "tcpvar.ingest._pcapscan",
-            sources=[NATIVE + f for f in ("module.c", "decode.c", "flows.c", "columns.c", "scan.c")],
-            depends=[NATIVE + f for f in ("decode.h", "flows.h", "columns.h", "scan.h")],
+            sources=[NATIVE + f for f in ("module.c", "decode.c", "flows.c", "columns.c", "scan.c",
+                                            "arrow_stream.c", "direct.c")],
+            depends=[NATIVE + f for f in ("decode.h", "flows.h", "columns.h", "scan.h",
+                                            "arrow_stream.h", "direct.h")],
             libraries=["pcap"],
             extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         )

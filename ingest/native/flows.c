@@ -899,16 +899,20 @@ static int hardware_dup(struct half *h, const struct tv_segment *seg,
  */
 static int seen_copy(struct half *h, const struct tv_segment *seg)
 {
-	unsigned int i;
+	uint32_t seq = seg->seq;
+	uint16_t id = seg->ip_id;
+	unsigned int i, hit = 0;
 
 	if (seg->family != 4)
 		return 0;
-	for (i = 0; i < COPIES_KEPT; i++)
-		if (h->copy_seq[i] == seg->seq && h->copy_id[i] == seg->ip_id &&
-		    seg->seq && seg->ip_id)
+	if (seq && id) {
+		for (i = 0; i < COPIES_KEPT; i++)	/* no branch: the compiler unrolls it */
+			hit |= (h->copy_seq[i] == seq) & (h->copy_id[i] == id);
+		if (hit)
 			return 1;
-	h->copy_seq[h->copy_ix] = seg->seq;
-	h->copy_id[h->copy_ix] = seg->ip_id;
+	}
+	h->copy_seq[h->copy_ix] = seq;
+	h->copy_id[h->copy_ix] = id;
 	h->copy_ix = (h->copy_ix + 1) % COPIES_KEPT;
 	return 0;
 }

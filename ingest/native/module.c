@@ -3,12 +3,14 @@
  * module.c - tcpvar.ingest._pcapscan: the Python face of the native reader.
  *
  *   Scanner(path, packets=True, batch_rows=..., rto_min_ms=..., hwdup_us=...)
- *     .step()         -> (status, Batch | None); the GIL is released while
- *                        libpcap reads and the analysis runs
- *     .connections()  -> (conn columns, per-direction stat columns)
- *     .events()       -> retransmission episode columns
- *   Batch.columns()   -> [(name, type, values, validity, offsets), ...] as
- *                        read-only buffers in Arrow's layout, no copies
+ *     .step()         -> (status, Table | None): a batch of packets; the GIL
+ *                        is released while the file is read and analysed
+ *     .connections()  -> (connections, per-direction statistics) as Tables
+ *     .events()       -> retransmission episodes as a Table
+ *   Table.__arrow_c_stream__() -> its columns as an Arrow C stream (a
+ *                        PyCapsule), which DuckDB reads in place, without pyarrow
+ *   Table.columns()   -> a packet batch's [(name, type, values, validity,
+ *                        offsets), ...] as read-only buffers, no copies
  *
  * Laid out as a modern extension: heap types, module state, one exception.
  */
@@ -20,12 +22,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "arrow_stream.h"
 #include "scan.h"
 
 typedef struct {
 	PyObject *ScanError;
 	PyTypeObject *Scanner;
-	PyTypeObject *Batch;
+	PyTypeObject *Table;
 	PyTypeObject *Buffer;
 } modstate;
 
@@ -82,20 +85,37 @@ static PyObject *new_buffer(modstate *st, PyObject *owner, void *ptr, Py_ssize_t
 	return (PyObject *)b;
 }
 
-/* ---- Batch: one tv_batch, freed when the last view of it goes ---- */
+/* ---- Table: columns as an Arrow C stream (a packet batch, or records) ---- */
 
 typedef struct {
 	PyObject_HEAD
-	struct tv_batch *b;
-} BatchObject;
+	struct tv_arrow_table *t;	/* shared with the Arrow arrays exported */
+	struct tv_batch *b;		/* a packet batch's own columns, or NULL */
+} TableObject;
 
-static void batch_dealloc(BatchObject *self)
+static void table_dealloc(TableObject *self)
 {
 	PyTypeObject *tp = Py_TYPE(self);
 
-	tv_batch_free(self->b);
+	tv_arrow_put(self->t);
 	tp->tp_free(self);
 	Py_DECREF(tp);
+}
+
+static PyObject *new_table(modstate *st, struct tv_arrow_table *t, struct tv_batch *b)
+{
+	TableObject *o;
+
+	if (!t)
+		return PyErr_NoMemory();
+	o = PyObject_New(TableObject, st->Table);
+	if (!o) {
+		tv_arrow_put(t);
+		return NULL;
+	}
+	o->t = t;
+	o->b = b;
+	return (PyObject *)o;
 }
 
 static const char *ctype_name(enum tv_ctype t)
@@ -115,13 +135,18 @@ static const char *ctype_name(enum tv_ctype t)
 	return "?";
 }
 
-static PyObject *batch_columns(BatchObject *self, PyObject *unused)
+static PyObject *table_columns(TableObject *self, PyObject *unused)
 {
 	modstate *st = state_of_type(Py_TYPE(self));
 	struct tv_batch *b = self->b;
-	PyObject *list = PyList_New(0), *item = NULL;
+	PyObject *list, *item = NULL;
 	size_t i;
 
+	if (!b) {
+		PyErr_SetString(PyExc_TypeError, "columns() is a packet batch's");
+		return NULL;
+	}
+	list = PyList_New(0);
 	if (!list)
 		return NULL;
 	for (i = 0; i < tv_ncolumns; i++) {
@@ -172,34 +197,130 @@ fail:
 	return NULL;
 }
 
-static PyObject *batch_rows(BatchObject *self, void *closure)
+static PyObject *table_rows(TableObject *self, void *closure)
 {
-	return PyLong_FromSize_t(self->b->n);
+	return PyLong_FromLongLong(self->t->rows);
 }
 
-static PyMethodDef batch_methods[] = {
-	{"columns", (PyCFunction)batch_columns, METH_NOARGS,
-	 "columns() -> [(name, type, values, validity, offsets)] in Arrow layout"},
+static void stream_capsule_free(PyObject *capsule)
+{
+	struct ArrowArrayStream *s = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+
+	if (s && s->release)		/* not taken by a consumer */
+		s->release(s);
+	free(s);
+}
+
+static PyObject *table_arrow_stream(TableObject *self, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"requested_schema", NULL};
+	PyObject *requested = Py_None, *capsule;
+	struct ArrowArrayStream *s;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &requested))
+		return NULL;
+	s = malloc(sizeof(*s));
+	if (!s || tv_arrow_stream(self->t, s) < 0) {
+		free(s);
+		return PyErr_NoMemory();
+	}
+	capsule = PyCapsule_New(s, "arrow_array_stream", stream_capsule_free);
+	if (!capsule) {
+		s->release(s);
+		free(s);
+	}
+	return capsule;
+}
+
+static PyMethodDef table_methods[] = {
+	{"columns", (PyCFunction)table_columns, METH_NOARGS,
+	 "columns() -> [(name, type, values, validity, offsets)] of a packet batch, "
+	 "in Arrow layout"},
+	{"__arrow_c_stream__", (PyCFunction)(void (*)(void))table_arrow_stream,
+	 METH_VARARGS | METH_KEYWORDS,
+	 "__arrow_c_stream__(requested_schema=None) -> the columns as an Arrow C stream "
+	 "(PyCapsule); the requested schema is not used"},
 	{NULL, NULL, 0, NULL},
 };
 
-static PyGetSetDef batch_getset[] = {
-	{"rows", (getter)batch_rows, NULL, "number of packets", NULL},
+static PyGetSetDef table_getset[] = {
+	{"rows", (getter)table_rows, NULL, "number of rows", NULL},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyType_Slot batch_slots[] = {
-	{Py_tp_dealloc, batch_dealloc},
-	{Py_tp_methods, batch_methods},
-	{Py_tp_getset, batch_getset},
-	{Py_tp_doc, "A batch of TCP segments as columns."},
+static PyType_Slot table_slots[] = {
+	{Py_tp_dealloc, table_dealloc},
+	{Py_tp_methods, table_methods},
+	{Py_tp_getset, table_getset},
+	{Py_tp_doc, "Columns (TCP segments, or connections' records) as an Arrow C stream."},
 	{0, NULL},
 };
 
-static PyType_Spec batch_spec = {
-	"tcpvar.ingest._pcapscan.Batch", sizeof(BatchObject), 0,
-	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, batch_slots,
+static PyType_Spec table_spec = {
+	"tcpvar.ingest._pcapscan.Table", sizeof(TableObject), 0,
+	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, table_slots,
 };
+
+/* A packet batch as a table (which then owns @b). */
+
+struct batch_table {
+	struct tv_arrow_table t;
+	struct tv_batch *b;
+	struct tv_arrow_col cols[];
+};
+
+static void batch_table_free(struct tv_arrow_table *t)
+{
+	struct batch_table *bt = (struct batch_table *)t;
+
+	tv_batch_free(bt->b);
+	free(bt);
+}
+
+static enum tv_arrow_type arrow_type(enum tv_ctype t)
+{
+	switch (t) {
+	case TV_U8:
+		return TV_A_U8;
+	case TV_U16:
+		return TV_A_U16;
+	case TV_U32:
+		return TV_A_U32;
+	case TV_I64:
+		return TV_A_I64;
+	case TV_LIST_I64:
+		break;
+	}
+	return TV_A_LIST_I64;
+}
+
+static struct tv_arrow_table *batch_table(struct tv_batch *b)
+{
+	struct batch_table *bt = calloc(1, sizeof(*bt) + tv_ncolumns * sizeof(bt->cols[0]));
+	size_t i;
+
+	if (!bt) {
+		tv_batch_free(b);
+		return NULL;
+	}
+	for (i = 0; i < tv_ncolumns; i++) {
+		const struct tv_coldef *c = &tv_columns[i];
+
+		bt->cols[i] = (struct tv_arrow_col){
+			.name = c->name, .type = arrow_type(c->type),
+			.values = *(void **)((char *)b + c->data),
+			.valid = c->valid ? *(uint8_t **)((char *)b + c->valid) : NULL,
+			.offsets = c->type == TV_LIST_I64 ? b->sack_off : NULL,
+		};
+	}
+	bt->b = b;
+	bt->t = (struct tv_arrow_table){
+		.rows = (int64_t)b->n, .ncols = tv_ncolumns, .cols = bt->cols,
+		.free = batch_table_free,
+	};
+	atomic_init(&bt->t.refs, 1);
+	return &bt->t;
+}
 
 /* ---- columns of plain C records (connections, stats, events) ---- */
 
@@ -211,26 +332,64 @@ struct field {
 	size_t off;
 };
 
-static PyObject *record_columns(const void *const *rows, size_t n,
-				const struct field *fields)
+/*
+ * Records as a table: a column of int64 or double per field (after @nfirst
+ * columns the caller fills), in one block with @extra bytes to spare.
+ */
+struct record_table {
+	struct tv_arrow_table t;
+	char *block;
+	struct tv_arrow_col cols[];
+};
+
+static void record_table_free(struct tv_arrow_table *t)
 {
-	PyObject *dict = PyDict_New();
-	const struct field *f;
-	size_t i;
+	struct record_table *rt = (struct record_table *)t;
 
-	if (!dict)
+	free(rt->block);
+	free(rt);
+}
+
+static size_t nfields(const struct field *fields)
+{
+	size_t n = 0;
+
+	while (fields[n].name)
+		n++;
+	return n;
+}
+
+static struct record_table *record_table(const void *const *rows, size_t n,
+					 const struct field *fields, size_t nfirst,
+					 size_t extra)
+{
+	size_t k = nfields(fields), i, c;
+	struct record_table *rt = calloc(1, sizeof(*rt) + (nfirst + k) * sizeof(rt->cols[0]));
+	char *at;
+
+	if (!rt)
 		return NULL;
-	for (f = fields; f->name; f++) {
-		PyObject *buf = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * 8));
-		char *out;
+	extra = (extra + 7) & ~(size_t)7;	/* the fields' columns 8-byte aligned */
+	rt->block = malloc(k * n * 8 + extra + 8);
+	if (!rt->block) {
+		free(rt);
+		return NULL;
+	}
+	rt->t = (struct tv_arrow_table){
+		.rows = (int64_t)n, .ncols = nfirst + k, .cols = rt->cols,
+		.free = record_table_free,
+	};
+	atomic_init(&rt->t.refs, 1);
+	at = rt->block + extra;
+	for (c = 0; c < k; c++, at += n * 8) {
+		const struct field *f = &fields[c];
 
-		if (!buf)
-			goto fail;
-		out = PyBytes_AS_STRING(buf);
+		rt->cols[nfirst + c] = (struct tv_arrow_col){
+			.name = f->name, .type = f->type == F_DBL ? TV_A_F64 : TV_A_I64, .values = at,
+		};
 		for (i = 0; i < n; i++) {
 			const char *p = (const char *)rows[i] + f->off;
 			int64_t iv = 0;
-			double dv;
 
 			switch (f->type) {
 			case F_U64:
@@ -252,26 +411,13 @@ static PyObject *record_columns(const void *const *rows, size_t n,
 				iv = *(const int *)p;
 				break;
 			case F_DBL:
-				dv = *(const double *)p;
-				memcpy(out + i * 8, &dv, 8);
+				memcpy(at + i * 8, p, 8);
 				continue;
 			}
-			memcpy(out + i * 8, &iv, 8);
-		}
-		{
-			PyObject *col = Py_BuildValue("(sN)",
-					f->type == F_DBL ? "float64" : "int64", buf);
-			int rc = col ? PyDict_SetItemString(dict, f->name, col) : -1;
-
-			Py_XDECREF(col);
-			if (rc < 0)
-				goto fail;
+			memcpy(at + i * 8, &iv, 8);
 		}
 	}
-	return dict;
-fail:
-	Py_DECREF(dict);
-	return NULL;
+	return rt;
 }
 
 #define CI(n, t) {#n, t, offsetof(struct tv_conn_info, n)}
@@ -438,7 +584,7 @@ static PyObject *scanner_step(ScannerObject *self, PyObject *unused)
 {
 	modstate *st = state_of_type(Py_TYPE(self));
 	struct tv_batch *b = NULL;
-	BatchObject *bo;
+	PyObject *table;
 	int rc;
 
 	if (!check_usable(self))
@@ -466,30 +612,68 @@ static PyObject *scanner_step(ScannerObject *self, PyObject *unused)
 	}
 	if (!b)
 		return Py_BuildValue("(sO)", status_name(rc), Py_None);
-	bo = PyObject_New(BatchObject, st->Batch);
-	if (!bo) {
-		tv_batch_free(b);
+	table = new_table(st, batch_table(b), b);	/* the table takes b */
+	if (!table)
 		return NULL;
-	}
-	bo->b = b;
-	return Py_BuildValue("(sN)", status_name(rc), (PyObject *)bo);
+	return Py_BuildValue("(sN)", status_name(rc), table);
 }
 
-static PyObject *format_addr(int family, const uint8_t *addr)
-{
-	char s[INET6_ADDRSTRLEN];
+#define ADDR_CHARS INET6_ADDRSTRLEN
 
-	if (!inet_ntop(family == 6 ? AF_INET6 : AF_INET, addr, s, sizeof(s)))
-		s[0] = 0;
-	return PyUnicode_FromString(s);
+/* The endpoints' addresses as two string columns at the front of @rt. */
+static void address_columns(struct record_table *rt, const struct tv_conn_info *info,
+			    size_t n)
+{
+	char *chars = rt->block;
+	int32_t *offs[2] = {
+		(int32_t *)(chars + 2 * n * ADDR_CHARS),
+		(int32_t *)(chars + 2 * n * ADDR_CHARS) + n + 1,
+	};
+	size_t i, side;
+
+	for (side = 0; side < 2; side++) {
+		char *text = chars + side * n * ADDR_CHARS;
+		int32_t used = 0;
+
+		offs[side][0] = 0;
+		for (i = 0; i < n; i++) {
+			const uint8_t *addr = side ? info[i].b_addr : info[i].a_addr;
+
+			if (!inet_ntop(info[i].family == 6 ? AF_INET6 : AF_INET, addr,
+				       text + used, ADDR_CHARS))
+				text[used] = 0;
+			used += (int32_t)strlen(text + used);
+			offs[side][i + 1] = used;
+		}
+		rt->cols[side] = (struct tv_arrow_col){
+			.name = side ? "b_addr" : "a_addr", .type = TV_A_UTF8,
+			.values = text, .offsets = offs[side],
+		};
+	}
+}
+
+/* conn and dir of the stats' rows (two per connection), at the front of @rt. */
+static void direction_columns(struct record_table *rt, size_t rows)
+{
+	int64_t *conn = (int64_t *)rt->block, *dir = conn + rows;
+	size_t i;
+
+	for (i = 0; i < rows; i++) {
+		conn[i] = (int64_t)(i / 2 + 1);
+		dir[i] = (int64_t)(i % 2);
+	}
+	rt->cols[0] = (struct tv_arrow_col){.name = "conn", .type = TV_A_I64, .values = conn};
+	rt->cols[1] = (struct tv_arrow_col){.name = "dir", .type = TV_A_I64, .values = dir};
 }
 
 static PyObject *scanner_connections(ScannerObject *self, PyObject *unused)
 {
+	modstate *st = state_of_type(Py_TYPE(self));
 	size_t n, i;
 	struct tv_conn_info *info;
 	const void **crow = NULL, **srow = NULL;
-	PyObject *conns = NULL, *stats = NULL, *a = NULL, *b = NULL, *res = NULL;
+	struct record_table *conns = NULL, *stats = NULL;
+	PyObject *res = NULL;
 
 	if (!check_usable(self))
 		return NULL;
@@ -497,53 +681,43 @@ static PyObject *scanner_connections(ScannerObject *self, PyObject *unused)
 	info = PyMem_Calloc(n ? n : 1, sizeof(*info));
 	crow = PyMem_Calloc(n ? n : 1, sizeof(*crow));
 	srow = PyMem_Calloc(n ? 2 * n : 1, sizeof(*srow));
-	a = PyList_New((Py_ssize_t)n);
-	b = PyList_New((Py_ssize_t)n);
-	if (!info || !crow || !srow || !a || !b) {
-		PyErr_NoMemory();
+	if (!info || !crow || !srow)
 		goto out;
-	}
 	for (i = 0; i < n; i++) {
-		PyObject *sa, *sb;
-
 		tv_flows_info(self->scan.flows, i, &info[i]);
 		crow[i] = &info[i];
 		srow[2 * i] = &info[i].dir[0];
 		srow[2 * i + 1] = &info[i].dir[1];
-		sa = format_addr(info[i].family, info[i].a_addr);
-		sb = format_addr(info[i].family, info[i].b_addr);
-		if (!sa || !sb) {
-			Py_XDECREF(sa);
-			Py_XDECREF(sb);
-			goto out;
-		}
-		PyList_SET_ITEM(a, (Py_ssize_t)i, sa);
-		PyList_SET_ITEM(b, (Py_ssize_t)i, sb);
 	}
-	conns = record_columns(crow, n, conn_fields);
-	stats = record_columns(srow, 2 * n, stat_fields);
+	conns = record_table(crow, n, conn_fields, 2,
+			     2 * n * ADDR_CHARS + 2 * (n + 1) * sizeof(int32_t));
+	stats = record_table(srow, 2 * n, stat_fields, 2, 2 * 2 * n * sizeof(int64_t));
 	if (!conns || !stats)
 		goto out;
-	if (PyDict_SetItemString(conns, "a_addr", a) < 0 ||
-	    PyDict_SetItemString(conns, "b_addr", b) < 0)
-		goto out;
-	res = Py_BuildValue("(OO)", conns, stats);
+	address_columns(conns, info, n);
+	direction_columns(stats, 2 * n);
+	res = Py_BuildValue("(NN)", new_table(st, &conns->t, NULL),
+			    new_table(st, &stats->t, NULL));
+	conns = stats = NULL;		/* the tables own them, or freed them */
 out:
+	if (!res && !PyErr_Occurred())
+		PyErr_NoMemory();
 	PyMem_Free(info);
 	PyMem_Free(crow);
 	PyMem_Free(srow);
-	Py_XDECREF(a);
-	Py_XDECREF(b);
-	Py_XDECREF(conns);
-	Py_XDECREF(stats);
+	if (conns)
+		tv_arrow_put(&conns->t);
+	if (stats)
+		tv_arrow_put(&stats->t);
 	return res;
 }
 
 static PyObject *scanner_events(ScannerObject *self, PyObject *unused)
 {
+	modstate *st = state_of_type(Py_TYPE(self));
 	size_t n, i;
 	const void **rows;
-	PyObject *res;
+	struct record_table *t;
 
 	if (!check_usable(self))
 		return NULL;
@@ -553,9 +727,9 @@ static PyObject *scanner_events(ScannerObject *self, PyObject *unused)
 		return PyErr_NoMemory();
 	for (i = 0; i < n; i++)
 		rows[i] = tv_flows_event(self->scan.flows, i);
-	res = record_columns(rows, n, event_fields);
+	t = record_table(rows, n, event_fields, 0, 0);
 	PyMem_Free(rows);
-	return res;
+	return new_table(st, t ? &t->t : NULL, NULL);
 }
 
 static PyObject *scanner_close(ScannerObject *self, PyObject *unused)
@@ -589,12 +763,9 @@ static PyObject *scanner_counters(ScannerObject *self, void *closure)
 
 static PyObject *scanner_position(ScannerObject *self, void *closure)
 {
-	FILE *fp;
-
 	if (!self->opened || self->busy)
 		return PyLong_FromLong(-1);
-	fp = pcap_file(self->scan.pcap);
-	return PyLong_FromLong(fp ? ftell(fp) : -1);	/* -1 on a pipe */
+	return PyLong_FromLong(tv_scan_position(&self->scan));	/* -1 on a pipe */
 }
 
 static PyObject *scanner_link_type(ScannerObject *self, void *closure)
@@ -616,11 +787,11 @@ static PyObject *scanner_message(ScannerObject *self, void *closure)
 
 static PyMethodDef scanner_methods[] = {
 	{"step", (PyCFunction)scanner_step, METH_NOARGS,
-	 "step() -> (status, Batch | None): read and analyse the next frames"},
+	 "step() -> (status, Table | None): read and analyse the next frames"},
 	{"connections", (PyCFunction)scanner_connections, METH_NOARGS,
-	 "connections() -> (connection columns, per-direction statistic columns)"},
+	 "connections() -> (connections, per-direction statistics) as Tables"},
 	{"events", (PyCFunction)scanner_events, METH_NOARGS,
-	 "events() -> columns of inferred retransmission episodes"},
+	 "events() -> the inferred retransmission episodes as a Table"},
 	{"close", (PyCFunction)scanner_close, METH_NOARGS, "close the capture"},
 	{NULL, NULL, 0, NULL},
 };
@@ -664,9 +835,9 @@ static int module_exec(PyObject *m)
 	if (!st->ScanError || PyModule_AddObjectRef(m, "ScanError", st->ScanError) < 0)
 		return -1;
 	st->Buffer = (PyTypeObject *)PyType_FromModuleAndSpec(m, &buffer_spec, NULL);
-	st->Batch = (PyTypeObject *)PyType_FromModuleAndSpec(m, &batch_spec, NULL);
+	st->Table = (PyTypeObject *)PyType_FromModuleAndSpec(m, &table_spec, NULL);
 	st->Scanner = (PyTypeObject *)PyType_FromModuleAndSpec(m, &scanner_spec, NULL);
-	if (!st->Buffer || !st->Batch || !st->Scanner)
+	if (!st->Buffer || !st->Table || !st->Scanner)
 		return -1;
 	if (PyModule_AddType(m, st->Scanner) < 0)
 		return -1;
@@ -698,7 +869,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
 
 	Py_VISIT(st->ScanError);
 	Py_VISIT(st->Scanner);
-	Py_VISIT(st->Batch);
+	Py_VISIT(st->Table);
 	Py_VISIT(st->Buffer);
 	return 0;
 }
@@ -709,7 +880,7 @@ static int module_clear(PyObject *m)
 
 	Py_CLEAR(st->ScanError);
 	Py_CLEAR(st->Scanner);
-	Py_CLEAR(st->Batch);
+	Py_CLEAR(st->Table);
 	Py_CLEAR(st->Buffer);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "decode.h"
+#include "direct.h"
 #include "scan.h"
 
 static int scan_start(struct tv_scan *s, pcap_t *pcap, const char *err,
@@ -40,61 +41,104 @@ static int scan_start(struct tv_scan *s, pcap_t *pcap, const char *err,
 
 #define READ_BUFFER (1 << 20)	/* fewer, larger reads than stdio's default */
 
-/*
- * libpcap reads through stdio; a stream over the mapped file spares it the
- * read() calls and their copies. Files that cannot be mapped are read.
- */
-static FILE *open_mapped(const char *path, void **map, size_t *len)
+/* The file mapped, or NULL: a pipe, an empty file, no room for a mapping. */
+static void *map_file(const char *path, size_t *len)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY);
-	FILE *fp = NULL;
+	void *p = NULL;
 
-	*map = NULL;
 	if (fd < 0)
 		return NULL;
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
-		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-
-		if (p != MAP_FAILED) {
+		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (p == MAP_FAILED) {
+			p = NULL;
+		} else {
 			madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
-			fp = fmemopen(p, (size_t)st.st_size, "r");
-			if (fp) {
-				*map = p;
-				*len = (size_t)st.st_size;
-			} else {
-				munmap(p, (size_t)st.st_size);
-			}
+			*len = (size_t)st.st_size;
 		}
 	}
 	close(fd);
-	return fp;
+	return p;
 }
 
 int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts)
 {
-	void *map;
 	size_t len = 0;
-	FILE *fp = open_mapped(path, &map, &len);
+	void *map = map_file(path, &len);
+	FILE *fp;
+	int rc;
+
+	if (map) {
+		rc = tv_scan_open_buffer(s, map, len, opts);
+		if (rc < 0) {
+			munmap(map, len);
+		} else {
+			s->map = map;
+			s->map_len = len;
+		}
+		return rc;
+	}
+	fp = fopen(path, "rb");
+	if (!fp) {
+		memset(s, 0, sizeof(*s));
+		snprintf(s->errbuf, sizeof(s->errbuf), "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	setvbuf(fp, NULL, _IOFBF, READ_BUFFER);
+	return tv_scan_open_fp(s, fp, opts);	/* closes fp on failure */
+}
+
+/*
+ * libpcap checks the header through a stream over the buffer (no read()
+ * calls, no copies); the records are then read from the buffer directly
+ * (direct.c) where the format allows.
+ */
+int tv_scan_open_buffer(struct tv_scan *s, const void *data, size_t len,
+			const struct tv_flow_opts *opts)
+{
+	FILE *fp = fmemopen((void *)data, len, "r");
 	int rc;
 
 	if (!fp) {
-		fp = fopen(path, "rb");
-		if (!fp) {
-			memset(s, 0, sizeof(*s));
-			snprintf(s->errbuf, sizeof(s->errbuf), "%s: %s", path, strerror(errno));
-			return -1;
-		}
-		setvbuf(fp, NULL, _IOFBF, READ_BUFFER);
+		memset(s, 0, sizeof(*s));
+		snprintf(s->errbuf, sizeof(s->errbuf), "cannot read the file: %s", strerror(errno));
+		return -1;
 	}
 	rc = tv_scan_open_fp(s, fp, opts);	/* closes fp on failure */
-	if (rc < 0 && map)
-		munmap(map, len);
-	else if (map) {
-		s->map = map;
-		s->map_len = len;
-	}
+	if (rc == 0)
+		tv_direct_start(&s->direct, s->pcap, data, len);
 	return rc;
+}
+
+#define SEEK_FAILED (-100)
+
+/* The next record, as pcap_next_ex returns it (or SEEK_FAILED). */
+static int next_record(struct tv_scan *s, struct pcap_pkthdr **h, const u_char **data)
+{
+	if (s->direct.on) {
+		int rc = tv_direct_next(&s->direct, h, data);
+
+		if (rc)
+			return rc;
+		s->direct.on = 0;	/* libpcap goes on from this record */
+		if (fseek(pcap_file(s->pcap), (long)s->direct.off, SEEK_SET) < 0)
+			return SEEK_FAILED;
+	}
+	return pcap_next_ex(s->pcap, h, data);
+}
+
+long tv_scan_position(struct tv_scan *s)
+{
+	FILE *fp;
+
+	if (!s->pcap)
+		return -1;
+	if (s->direct.on)
+		return (long)s->direct.off;
+	fp = pcap_file(s->pcap);
+	return fp ? ftell(fp) : -1;	/* -1 on a pipe */
 }
 
 int tv_scan_open_fp(struct tv_scan *s, FILE *fp, const struct tv_flow_opts *opts)
@@ -171,11 +215,16 @@ static int read_segment(struct tv_scan *s, struct tv_item *it)
 	const u_char *data;
 
 	for (;;) {
-		int rc = pcap_next_ex(s->pcap, &h, &data);
+		int rc = next_record(s, &h, &data);
 		uint64_t ts;
 
 		if (rc == PCAP_ERROR_BREAK)
 			return TV_SCAN_EOF;
+		if (rc == SEEK_FAILED) {
+			snprintf(s->errbuf, sizeof(s->errbuf), "cannot seek in the file: %s",
+				 strerror(errno));
+			return TV_SCAN_ERROR;
+		}
 		if (rc != 1) {
 			const char *msg = pcap_geterr(s->pcap);
 
@@ -235,7 +284,7 @@ static int analyse(struct tv_scan *s, struct tv_batch *b, const struct tv_item *
 /* Give back the mapped pages already read: they would count as memory. */
 static void release_read_pages(struct tv_scan *s)
 {
-	long pos = ftell(pcap_file(s->pcap));
+	long pos = tv_scan_position(s);
 	size_t upto;
 
 	if (pos <= 0)

@@ -11,6 +11,7 @@
 #include <pcap/pcap.h>
 
 #include "columns.h"
+#include "direct.h"
 #include "flows.h"
 
 enum tv_scan_status {
@@ -35,6 +36,7 @@ struct tv_scan {
 	int status;
 	void *map;		/* the file, when it is read through a mapping */
 	size_t map_len, map_released;
+	struct tv_direct direct;	/* records read in place (direct.c) */
 
 	/* what the frames were */
 	uint64_t frames, tcp, not_tcp, fragments, too_short, malformed;
@@ -48,12 +50,18 @@ struct tv_scan {
 int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts);
 /* The same over an open stream, which it takes: closed with the scan or on failure. */
 int tv_scan_open_fp(struct tv_scan *s, FILE *fp, const struct tv_flow_opts *opts);
+/* The same over a file's bytes in memory, which must outlive the scan. */
+int tv_scan_open_buffer(struct tv_scan *s, const void *data, size_t len,
+			const struct tv_flow_opts *opts);
 
 /*
  * Analyse segments until @b is full (or, without a batch, @max_segments
  * were analysed) or the file ends. Returns a tv_scan_status.
  */
 int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments);
+
+/* Bytes of the file read so far; -1 on a stream. */
+long tv_scan_position(struct tv_scan *s);
 
 void tv_scan_close(struct tv_scan *s);
 
