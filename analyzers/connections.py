@@ -17,20 +17,19 @@ def connections(con, capture_id: int) -> list[dict]:
     """Every connection of a capture: endpoints, then a2b and b2a statistics."""
     cur = con.execute(sql("connections"), {"capture_id": capture_id})
     names = [d[0] for d in cur.description]
+    first = names.index("packets")                  # the direction's statistics from here
+    stat_names = names[first:]
     out: list[dict] = []
     for row in cur.fetchall():
-        r = dict(zip(names, row))
-        if r["dir"] == 0:
+        if row[1] == 0:                             # dir: a connection's first row
+            r = dict(zip(names[:first], row))
             conn = {"id": r["conn"],
                     "a": endpoint(r["a_addr"], r["a_port"], r["ip_version"]),
                     "b": endpoint(r["b_addr"], r["b_port"], r["ip_version"])}
             conn.update({k: r[k] for k in CONN_FIELDS})
             conn["duration_s"] = conn.pop("connection_duration_s")
             out.append(conn)
-        stats = {k: v for k, v in r.items()
-                 if k not in CONN_FIELDS and k not in ("conn", "dir", "a_addr", "a_port",
-                                                       "b_addr", "b_port")}
-        out[-1][DIRECTIONS[r["dir"]]] = stats
+        out[-1][DIRECTIONS[row[1]]] = dict(zip(stat_names, row[first:]))
     return out
 
 

@@ -74,6 +74,7 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
       tcpvar analyze --plot plots/ bulk.pcap
       tcpvar analyze -q --jobs 8 captures/*.pcapng
     """
+    import contextlib
     import time
 
     from tcpvar import analysis
@@ -93,10 +94,12 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
     workers = analysis.workers(jobs, files)
     captures, outcomes, taken = [], [], set()
     start = time.monotonic()
-    with Store(db_path) as store, \
+    first = analysis.start_reading(list(files), options, workers)   # before the store opens
+    with contextlib.closing(first) if first else contextlib.nullcontext(), \
+            Store(db_path) as store, \
             terminal.file_progress(f"reading {files[0]}", quiet) as progress:
         for outcome in analysis.analyze_captures(store, list(files), options, workers,
-                                                 progress):
+                                                 progress, first):
             outcomes.append(outcome)
             if outcome.error:
                 if len(files) == 1:

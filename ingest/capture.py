@@ -1,23 +1,20 @@
 """Ingest one capture file: a single native pass over it (libpcap, decoding
-and per-connection analysis in C) feeding DuckDB batch by batch.
+and per-connection analysis in C) feeding the store batch by batch.
 
-Two threads share the work: one runs the native scanner (which releases the
-GIL), the other loads the previous batch into DuckDB (which releases it
-too). The queue between them is short and each batch is committed, so memory
-stays flat however large the capture is. A capture counts once its row in
-`captures` says complete; a failed or interrupted load removes its rows.
+One thread runs the native scanner (ingest/reader.py; it releases the GIL);
+writer threads write the batches it made before as Parquet segments of the
+packets table (ingest/writers.py; DuckDB releases the GIL too). The queue between them is
+short, so memory stays flat however large the capture is. A capture counts
+once its row in `captures` says complete; a failed or interrupted load
+removes its rows and segments.
 """
 from __future__ import annotations
 
 import contextlib
-import gzip
 import hashlib
-import os
 import queue
-import shutil
 import signal
 import threading
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -25,16 +22,17 @@ from typing import Callable
 from tcpvar import __version__
 from tcpvar.errors import InputError, NoTcpError
 from tcpvar.progress import Progress, Reporter, ignore
+from tcpvar.store import segments
 from tcpvar.store.db import one
 
 from . import _pcapscan
+from .reader import Scan, ScanOptions, check_readable, scan_error, start_scan
+from .writers import SegmentWriters
 
-BATCH_ROWS = 1 << 19      # packets per batch: ~40 MB of columns; DuckDB writes
-                          # inserts this large straight to disk
-QUEUE_DEPTH = 1           # batches parsed ahead of the loader
+__all__ = ["CaptureResult", "ScanOptions", "Scan", "ingest", "start_scan", "stored_capture"]
+
 HEAD_TAIL = 1 << 16       # bytes hashed at each end for the fingerprint
 LOAD_MEMORY = "512MB"     # DuckDB's cache while loading: bounds the peak
-
 
 
 @dataclass
@@ -49,13 +47,6 @@ class CaptureResult:
     warning: str | None
 
 
-@dataclass
-class ScanOptions:
-    packets: bool = True      # fill the packets table (False: statistics only)
-    rto_min_ms: float = 200.0
-    hwdup_us: float = 0.0     # 0: no hardware-duplicate detection
-
-
 def fingerprint(path: Path) -> str:
     """Size, mtime and a hash of both ends: cheap, and changes when the file does."""
     st = path.stat()
@@ -68,135 +59,30 @@ def fingerprint(path: Path) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{h.hexdigest()}"
 
 
-class GzipFeed:
-    """Decompress a .gz capture into a pipe that the native scanner reads:
-    libpcap reads no compressed files, and nothing is unpacked on disk."""
-
-    def __init__(self, path: Path):
-        self._raw = path.open("rb")
-        self.read_fd, self._write_fd = os.pipe()
-        self.error: str | None = None
-        self._thread = threading.Thread(target=self._pump, name="tcpvar-gunzip", daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        try:
-            with gzip.GzipFile(fileobj=self._raw) as src, \
-                    open(self._write_fd, "wb", closefd=True) as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        except BrokenPipeError:
-            pass                      # the scanner stopped reading: fine
-        except (OSError, EOFError, zlib.error) as exc:
-            self.error = f"corrupt gzip stream ({exc})"
-
-    @property
-    def position(self) -> int:
-        """Compressed bytes consumed, for progress."""
-        try:
-            return self._raw.tell()
-        except ValueError:
-            return -1
-
-    def close(self) -> None:
-        self._thread.join()
-        self._raw.close()
-
-
-def is_gzip(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(2) == b"\x1f\x8b"
-
-
-def check_readable(path: Path) -> None:
-    """The one-line reasons a path cannot be a capture, before libpcap sees it."""
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputError(f"{path}: is a directory, not a capture file")
-    if not os.access(path, os.R_OK):
-        raise InputError(f"{path}: permission denied")
-    if path.stat().st_size == 0:
-        raise InputError(f"{path}: empty file")
-
-
-def _scan_error(path: Path, message: str) -> InputError:
-    """libpcap's words, made into one line a user can act on."""
-    msg = " ".join(message.split())
-    if "unknown file format" in msg:
-        return InputError(f"{path}: not a pcap or pcapng capture")
-    if "truncated dump file" in msg or "truncated pcapng" in msg:
-        return InputError(f"{path}: truncated capture header ({msg})")
-    if "different from the type of the first interface" in msg:
-        return InputError(
-            f"{path}: pcapng interfaces of different link types are not supported "
-            f"(libpcap reads one link type per file); split it per interface, e.g. "
-            f"tshark -r FILE -Y 'frame.interface_id == 0' -w part0.pcapng")
-    if msg.startswith("unsupported link type"):
-        return InputError(f"{path}: {msg}; tcpvar reads Ethernet, Linux SLL/SLL2, raw IP, "
-                          f"loopback, PPP, C-HDLC and FDDI")
-    return InputError(f"{path}: {msg}")
-
-
-def _hand_over(out: queue.Queue, item: tuple, stop: threading.Event) -> None:
-    """Queue @item for the loader, unless the loader has stopped taking any."""
-    while not stop.is_set():
-        try:
-            out.put(item, timeout=0.1)
-            return
-        except queue.Full:
-            continue
-
-
-def _producer(scanner, feed, out: queue.Queue, stop: threading.Event) -> None:
-    """Run the native scanner, handing each batch to the loader."""
-    try:
-        while not stop.is_set():
-            status, batch = scanner.step()
-            _hand_over(out, ("batch", status, batch, (feed or scanner).position), stop)
-            if status != "more":
-                return
-    except _pcapscan.ScanError as exc:
-        _hand_over(out, ("error", str(exc), None, None), stop)
-    except BaseException as exc:          # reported by the loader thread
-        _hand_over(out, ("crash", exc, None, None), stop)
-
-
-def _load_packets(con, capture_id: int, scanner, feed, read: Callable[[int], None],
+def _load_packets(store, capture_id: int, scan: Scan, read: Callable[[int], None],
                   stop: threading.Event | None) -> str:
-    """Drain the scanner into the packets table; return the final status."""
-    q: queue.Queue = queue.Queue(maxsize=QUEUE_DEPTH)
-    loader_done = threading.Event()
-    worker = threading.Thread(target=_producer, args=(scanner, feed, q, loader_done),
-                              name="tcpvar-scan", daemon=True)
-    worker.start()
-    try:
-        with _interrupt_between_batches(stop) as interrupted:
-            while True:
-                status = _load_next(con, capture_id, q, read)
-                if interrupted():           # the last batch's too
-                    raise KeyboardInterrupt
-                if status != "more":
-                    return status
-    finally:
-        loader_done.set()
-        worker.join()
+    """Drain the scan into the capture's packet segments; return the final
+    status."""
+    with _interrupt_between_batches(stop) as interrupted, \
+            SegmentWriters(store, segments.folder(store.packets, capture_id)) as writers:
+        while True:
+            status = _load_next(writers, scan.queue, read)
+            if interrupted():           # the last batch's too
+                raise KeyboardInterrupt
+            if status != "more":
+                return status
 
 
-def _load_next(con, capture_id: int, q: queue.Queue, read: Callable[[int], None]) -> str:
-    """Insert the next batch the scanner handed over, tell @read how many
-    bytes of the file are behind; return its status."""
+def _load_next(writers: SegmentWriters, q: queue.Queue, read: Callable[[int], None]) -> str:
+    """Hand the next batch the scanner made to the writers, tell @read how
+    many bytes of the file are behind; return its status."""
     kind, status, batch, position = q.get()
     if kind == "error":
         raise _pcapscan.ScanError(status)
     if kind == "crash":
         raise status
     if batch is not None and batch.rows:
-        from .arrow import batch_table  # pyarrow: only when packets are kept
-
-        table = batch_table(batch)
-        con.register("_tv_batch", table)
-        con.execute("INSERT INTO packets SELECT $1, * FROM _tv_batch", [capture_id])
-        con.unregister("_tv_batch")
+        writers.submit(batch)
     if position is not None and position >= 0:
         read(position)
     return status
@@ -219,69 +105,52 @@ def _interrupt_between_batches(stop: threading.Event | None):
         signal.signal(signal.SIGINT, previous)
 
 
-def _columns(columns: dict) -> tuple[str, list]:
-    """SQL selecting the scanner's record columns ({name: (type, bytes) or
-    list}) as a relation, with the values bound as list parameters. The names
-    are the scanner's own field names; values are never formatted into SQL."""
-    names, params = [], []
-    for name, col in columns.items():
-        params.append(_values(col))
-        names.append(f"unnest(${len(params) + 1}) AS {name}")
-    return "SELECT " + ", ".join(names), params
-
-
-def _values(col) -> list:
-    if isinstance(col, tuple):
-        typ, buf = col
-        return memoryview(buf).cast("d" if typ == "float64" else "q").tolist()
-    return col
-
-
 def _store_connections(con, capture_id: int, scanner) -> tuple[int, list[str]]:
     """Connections, their raw per-direction counters and the retransmission
-    episodes: a few rows per connection, bound as lists (no Arrow needed).
-    Returns their number and what the counters warn of."""
+    episodes: a few rows per connection, which DuckDB reads from the
+    scanner's Arrow streams. Returns their number and what the counters
+    warn of."""
     conns, stats = scanner.connections()
-    n = len(conns["a_addr"])
-    if not n:
+    if not conns.rows:
         return 0, []
-    warnings = _copies_warnings(_values(stats.pop("hw_copies")), _values(stats["hw_dups"]))
-    select, params = _columns(conns)
-    con.execute(f"""
-        INSERT INTO connections
-        SELECT $1, id, family, a_addr, a_port, b_addr, b_port, first_ns, last_ns,
-               packets, a_isn, b_isn, handshake <> 0, closed <> 0, reset <> 0
-        FROM ({select})""", [capture_id, *params])
-    stats["conn"] = [i // 2 + 1 for i in range(2 * n)]
-    stats["dir"] = [i % 2 for i in range(2 * n)]
-    select, params = _columns(stats)
-    con.execute(f"INSERT INTO dir_counters BY NAME SELECT $1 AS capture_id, * FROM ({select})",
-                [capture_id, *params])
     events = scanner.events()
-    if events["conn"][1]:
-        select, params = _columns(events)
-        con.execute(f"""
+    try:
+        con.register("_tv_conns", conns)
+        con.register("_tv_stats", stats)
+        con.register("_tv_events", events)
+        con.execute("""
+            INSERT INTO connections
+            SELECT $1, id, family, a_addr, a_port, b_addr, b_port, first_ns, last_ns,
+                   packets, a_isn, b_isn, handshake <> 0, closed <> 0, reset <> 0
+            FROM _tv_conns""", [capture_id])
+        con.execute("INSERT INTO dir_counters BY NAME SELECT $1 AS capture_id, "
+                    "* EXCLUDE (hw_copies) FROM _tv_stats", [capture_id])
+        con.execute("""
             INSERT INTO retransmit_events
             SELECT $1, conn, dir, frame, ts_ns,
                    CASE kind WHEN 1 THEN 'timeout' ELSE 'fast' END,
                    seq, len, silence_ns / 1e6, dupacks, backoff
-            FROM ({select})""", [capture_id, *params])
-    return n, warnings
+            FROM _tv_events""", [capture_id])
+        copies = con.execute("SELECT conn, dir, hw_copies, hw_dups FROM _tv_stats "
+                             "WHERE hw_copies > 0 ORDER BY conn, dir").fetchall()
+    finally:
+        for name in ("_tv_conns", "_tv_stats", "_tv_events"):
+            con.unregister(name)
+    return conns.rows, _copies_warnings(copies)
 
 
-def _copies_warnings(copies: list[int], dropped: list[int]) -> list[str]:
+def _copies_warnings(copies: list[tuple]) -> list[str]:
     """Segments that repeat the sequence number and IP ID of a recent one
     (tcptrace's "hardware dups"): copies made by the capture, which count as
     retransmissions unless --hw-dups drops them."""
     out = []
-    for i, (n, gone) in enumerate(zip(copies, dropped)):
-        if n:
-            where = f"connection {i // 2 + 1} {('a2b', 'b2a')[i % 2]}"
-            fate = (f"--hw-dups dropped {gone}" if gone else
-                    "they count as retransmissions; --hw-dups US drops copies closer than US µs")
-            what = "segment repeats" if n == 1 else "segments repeat"
-            out.append(f"{where}: {n} {what} the sequence number and IP ID of one of "
-                       f"the 8 before (hardware duplicates); {fate}")
+    for conn, direction, n, gone in copies:
+        where = f"connection {conn} {('a2b', 'b2a')[direction]}"
+        fate = (f"--hw-dups dropped {gone}" if gone else
+                "they count as retransmissions; --hw-dups US drops copies closer than US µs")
+        what = "segment repeats" if n == 1 else "segments repeat"
+        out.append(f"{where}: {n} {what} the sequence number and IP ID of one of "
+                   f"the 8 before (hardware duplicates); {fate}")
     return out
 
 
@@ -306,25 +175,8 @@ def _existing(con, path: str):
                     "WHERE path = $1 AND complete", [path])
 
 
-def _open_scanner(path: Path, options: ScanOptions):
-    """The native scanner, reading through a gunzip pipe when needed."""
-    feed = GzipFeed(path) if is_gzip(path) else None
-    try:
-        scanner = _pcapscan.Scanner(str(path), packets=options.packets,
-                                    batch_rows=BATCH_ROWS, rto_min_ms=options.rto_min_ms,
-                                    hwdup_us=options.hwdup_us,
-                                    fd=feed.read_fd if feed else -1)
-    except _pcapscan.ScanError as exc:
-        if feed:                        # its read end went with the Scanner
-            feed.close()
-            if feed.error:
-                raise InputError(f"{path}: {feed.error}") from None
-        raise _scan_error(path, str(exc)) from None
-    return scanner, feed
-
-
-def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOptions,
-          progress: Reporter | None, stop: threading.Event | None) -> CaptureResult:
+def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | None,
+          stop: threading.Event | None) -> CaptureResult:
     """Packets batch by batch, each committed (memory stays flat), then the
     statistics and the capture's row in one transaction that completes it."""
     con = store.con
@@ -336,11 +188,13 @@ def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOption
 
     try:
         with store.memory_limit(LOAD_MEMORY):
-            status = _load_packets(con, capture_id, scanner, feed, read, stop)
+            status = _load_packets(store, capture_id, scan, read, stop)
     except _pcapscan.ScanError as exc:
-        raise _scan_error(path, str(exc)) from None
-    if feed and feed.error:
-        raise InputError(f"{path}: {feed.error}")
+        raise scan_error(path, str(exc)) from None
+    scan.thread.join()                  # it handed over its last batch
+    scanner = scan.scanner
+    if scan.feed and scan.feed.error:
+        raise InputError(f"{path}: {scan.feed.error}")
     counters = scanner.counters
     if counters["tcp"] == 0:
         raise NoTcpError(f"{path}: no TCP segments in {counters['frames']} frames")
@@ -367,16 +221,25 @@ def _load(store, capture_id: int, path: Path, scanner, feed, options: ScanOption
 
 def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
            force: bool = False, progress: Reporter | None = None,
-           stop: threading.Event | None = None) -> CaptureResult:
+           stop: threading.Event | None = None, scan: Scan | None = None) -> CaptureResult:
     """Read a capture into the store; a file already there, unchanged and read
     with the same options, is reused. Setting @stop ends the load as Ctrl-C
-    does, for loads outside the main thread.
+    does, for loads outside the main thread. @scan: its scan, started before
+    (start_scan), which ingest closes.
 
     Until the capture's row says complete, its rows are partial: any failure
     or interruption deletes them, and the store drops what a killed process
     left behind the next time it opens the database."""
-    options = options or ScanOptions()
-    path = Path(path)
+    try:
+        return _ingest(store, Path(path), options or ScanOptions(), force, progress, stop,
+                       scan)
+    finally:
+        if scan:
+            scan.close()
+
+
+def _ingest(store, path: Path, options: ScanOptions, force: bool, progress: Reporter | None,
+            stop: threading.Event | None, scan: Scan | None) -> CaptureResult:
     check_readable(path)
     apath = str(path.resolve())
     fp = fingerprint(path)
@@ -388,7 +251,10 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
         n = one(con, "SELECT count(*) FROM connections WHERE capture_id = $1", [old[0]])[0]
         return CaptureResult(old[0], apath, True, old[2], old[3], n, old[4], old[5])
 
-    scanner, feed = _open_scanner(path, options)
+    if scan is None or scan.path != path or scan.options != options:
+        if scan:
+            scan.close()
+        scan = Scan(path, options)
     capture_id = None
     try:
         if old:
@@ -402,12 +268,10 @@ def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, false)""",
                 [capture_id, apath, st.st_size, st.st_mtime_ns, fp, options.packets,
                  options.rto_min_ms, options.hwdup_us, __version__])
-        return _load(store, capture_id, path, scanner, feed, options, progress, stop)
+        return _load(store, capture_id, path, scan, progress, stop)
     except BaseException:
         if capture_id is not None:      # also when Ctrl-C came as its row was written
             store.delete_capture(capture_id)
         raise
     finally:
-        scanner.close()
-        if feed:
-            feed.close()
+        scan.close()

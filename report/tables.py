@@ -1,10 +1,20 @@
-"""Rich tables for people: connections, fairness, query results."""
+"""Rich tables for people: connections, fairness, query results. Rich is
+imported by the tables that use it: plain text (a pipe) starts without it."""
 from __future__ import annotations
 
-from rich import box
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from tcpvar.analyzers.connections import DIRECTIONS
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+
+def _table(**kw) -> Table:
+    from rich import box
+    from rich.table import Table
+
+    return Table(box=box.SIMPLE_HEAVY, **kw)
 
 
 def si(value, unit: str = "", digits: int = 3) -> str:
@@ -46,8 +56,8 @@ def conn_rows(capture: dict):
 def connections_table(capture: dict) -> Table:
     """The same figures as a Rich table, for a terminal: it fits the columns
     to the screen's width (slow to lay out for thousands of rows)."""
-    t = Table(title=f"{capture['path']}: {len(capture['connections'])} TCP connections",
-              box=box.SIMPLE_HEAVY, title_justify="left")
+    t = _table(title=f"{capture['path']}: {len(capture['connections'])} TCP connections",
+               title_justify="left")
     for header, align in CONN_COLUMNS:
         t.add_column(header, justify="right" if align == ">" else "left",
                      no_wrap=header != "from → to")
@@ -75,8 +85,7 @@ def connections_text(capture: dict) -> str:
 
 
 def fairness_table(capture_path: str, result: dict) -> Table:
-    t = Table(title=f"{capture_path}: fairness", box=box.SIMPLE_HEAVY,
-              title_justify="left")
+    t = _table(title=f"{capture_path}: fairness", title_justify="left")
     t.add_column("flow", justify="right")
     t.add_column("sender")
     t.add_column("unique bytes", justify="right")
@@ -106,7 +115,7 @@ def fairness_lines(result: dict) -> list[str]:
 
 
 def rows_table(columns: list[str], rows: list[tuple]) -> Table:
-    t = Table(box=box.SIMPLE_HEAVY)
+    t = _table()
     for c in columns:
         t.add_column(c)
     for r in rows:

@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import re
 import threading
 import time
 from importlib import resources
 from pathlib import Path
 
-import duckdb
-
 from tcpvar import signals
 from tcpvar.errors import StoreError
 from tcpvar.progress import Progress
 
-SCHEMA_VERSION = "1"
-# the tables holding a capture's rows, the capture's own row last
-CAPTURE_TABLES = ("packets", "connections", "dir_counters", "retransmit_events",
-                  "throughput", "captures")
+from . import segments
+
+SCHEMA_VERSION = "2"        # 2: packets in Parquet segments; 1 (a table) is migrated
+# the tables holding a capture's rows, the capture's own row last (its
+# packets are segment files: store/segments.py)
+CAPTURE_TABLES = ("connections", "dir_counters", "retransmit_events", "throughput", "captures")
+
+
+def _duckdb():
+    """DuckDB, imported when a store is opened: `tcpvar analyze` starts
+    reading its capture while this import (about 0.1 s) runs."""
+    import duckdb
+
+    return duckdb
 
 
 def _one_line(exc: Exception) -> str:
@@ -39,6 +48,7 @@ class Store:
         store (DuckDB lets one process at a time write a database), telling
         @progress; 0 fails at once."""
         self.path = str(path)
+        self.packets = segments.root(self.path)     # the packets' segment files
         self._limit = _SharedLimit()
         if Path(self.path).is_dir():
             raise StoreError(f"store {self.path}: is a directory, not a DuckDB file")
@@ -47,16 +57,20 @@ class Store:
         self.con = self._connect(read_only, time.monotonic() + wait_s, progress)
         if not read_only:
             self._apply_schema()
-        self._check_version()
+        self._check_version(read_only)
         if read_only:
             # this tcpvar's views, in memory: a store written by an older
-            # tcpvar keeps its own, which may lack columns
+            # tcpvar keeps its own, which may lack columns (and a version 1
+            # store its packets table)
+            if not self.has_packets_table():
+                self.con.execute(segments.view_sql(self.packets, temp=True))
             self.con.execute(_views().replace("CREATE OR REPLACE VIEW",
                                               "CREATE OR REPLACE TEMP VIEW"))
         else:
             self._drop_partial_captures()
 
     def _connect(self, read_only: bool, deadline: float, progress):
+        duckdb = _duckdb()
         while True:
             try:
                 return duckdb.connect(self.path, read_only=read_only)
@@ -75,20 +89,48 @@ class Store:
                 time.sleep(0.5)
 
     def _apply_schema(self) -> None:
-        self.con.execute(resources.files("tcpvar.store").joinpath("schema.sql").read_text())
-        # the analyzers' views over the tables, replaced on every open
-        self.con.execute(_views())
-        self.con.execute(
-            "INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
-            [SCHEMA_VERSION],
-        )
+        """The tables, the packets' folder and the views, unless the store has
+        them as this tcpvar writes them (the digest of all three in meta)."""
+        segments.prepare(self.con, self.packets)
+        schema = resources.files("tcpvar.store").joinpath("schema.sql").read_text()
+        views = segments.view_sql(self.packets, temp=False) + ";\n" + _views()
+        digest = hashlib.blake2b((schema + views).encode(), digest_size=16).hexdigest()
+        if self._meta("schema_digest") == digest:
+            return
+        with self.transaction() as con:      # one commit: quicker for a new store
+            con.execute(schema)
+            con.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
+                        [SCHEMA_VERSION])
+            if self._meta("schema_version") == "1" and self.has_packets_table():
+                # a version 1 store's packets table into segments, one per capture
+                segments.write_partitioned(con, "SELECT * FROM packets", self.packets)
+                con.execute("DROP TABLE packets")
+                con.execute("UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+                            [SCHEMA_VERSION])
+            # the analyzers' views over the tables, replaced when they change
+            con.execute(views)
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_digest', ?)", [digest])
 
-    def _check_version(self) -> None:
+    def _meta(self, key: str) -> str | None:
+        try:
+            row = one(self.con, "SELECT value FROM meta WHERE key = $1", [key])
+        except _duckdb().Error:         # no meta table: a new file, or not tcpvar's
+            return None
+        return row[0] if row else None
+
+    def has_packets_table(self) -> bool:
+        """A version 1 store (read only) keeps its packets in a table."""
+        return bool(one(self.con, "SELECT count(*) FROM duckdb_tables() WHERE database_name = "
+                                  "current_database() AND schema_name = 'main' "
+                                  "AND table_name = 'packets'")[0])
+
+    def _check_version(self, read_only: bool) -> None:
         try:
             row = one(self.con, "SELECT value FROM meta WHERE key = 'schema_version'")
-        except duckdb.Error:
+        except _duckdb().Error:
             raise StoreError(f"store {self.path}: not a tcpvar database") from None
-        if row is None or row[0] != SCHEMA_VERSION:
+        # version 1 is read as it is, and migrated when opened for writing
+        if row is None or row[0] not in (SCHEMA_VERSION, "1" if read_only else None):
             found = row[0] if row else "none"
             raise StoreError(
                 f"store {self.path}: schema version {found}, this tcpvar needs "
@@ -101,12 +143,17 @@ class Store:
             "SELECT capture_id FROM captures WHERE NOT complete").fetchall()
         for (capture_id,) in partial:
             self.delete_capture(capture_id)
+        complete = {i for (i,) in self.con.execute(
+            "SELECT capture_id FROM captures WHERE complete").fetchall()}
+        for capture_id in segments.captures(self.packets) - complete:
+            segments.remove(self.packets, capture_id)   # its row was never written
 
     def delete_capture(self, capture_id: int) -> None:
-        """Every row of one capture, in one transaction."""
+        """Every row of one capture, in one transaction, then its packets."""
         with self.transaction():
             for table in CAPTURE_TABLES:
                 self.con.execute(f"DELETE FROM {table} WHERE capture_id = $1", [capture_id])
+        segments.remove(self.packets, capture_id)
 
     def worker(self) -> Store:
         """This store for another thread: its own DuckDB connection to the
@@ -157,7 +204,7 @@ class Store:
             if rel.description is None:
                 return [], []
             return [d[0] for d in rel.description], rel.fetchall()
-        except duckdb.Error as exc:
+        except _duckdb().Error as exc:
             raise StoreError(f"query failed: {_one_line(exc)}") from None
 
     def close(self) -> None:

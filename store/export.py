@@ -11,12 +11,15 @@ A folder written here is a store again for `tcpvar merge` (from_parquet()).
 """
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
 from tcpvar.errors import StoreError, UsageError
 
+from . import segments
 from .db import Store, one
+from .segments import quoted as _quoted
 
 RUN_TABLES = ("flows", "qdisc_stats", "iperf_intervals", "probe_events")
 CAPTURE_TABLES = ("captures", "packets", "connections", "dir_counters", "retransmit_events",
@@ -46,16 +49,22 @@ def export(store: Store, out: Path, studies: list[str] = (), run_ids: list[int] 
             SELECT sender_capture FROM export_runs UNION SELECT bottleneck_capture
             FROM export_runs))""", {"chosen": chosen})
     out.mkdir(parents=True, exist_ok=True)
-    _copy(con, "SELECT * FROM meta", out / META, None)
+    _copy(con, "SELECT * FROM meta WHERE key = 'schema_version'", out / META, None)
     rows = {"runs": _copy(con, "SELECT * FROM runs WHERE run_id IN "
                                "(SELECT run_id FROM export_runs)", out / "runs", "study")}
     for table in RUN_TABLES:
         rows[table] = _copy(con, f"SELECT * FROM {table} WHERE run_id IN "
                                  f"(SELECT run_id FROM export_runs)", out / table, "run_id")
     for table in CAPTURE_TABLES:
-        rows[table] = _copy(con, f"SELECT * FROM {table} WHERE capture_id IN "
-                                 f"(SELECT capture_id FROM export_captures)",
-                            out / table, "capture_id")
+        query = f"SELECT * FROM {table} WHERE capture_id IN " \
+                f"(SELECT capture_id FROM export_captures)"
+        if table == "packets" and not store.has_packets_table():
+            rows[table] = one(con, f"SELECT count(*) FROM ({query})")[0]
+            for (capture_id,) in con.execute("SELECT capture_id FROM export_captures"
+                                             ).fetchall():   # the segments as they are
+                segments.copy(store.packets, capture_id, out / table, capture_id)
+        else:
+            rows[table] = _copy(con, query, out / table, "capture_id")
     return rows
 
 
@@ -86,13 +95,11 @@ def from_parquet(folder: Path, work: Path) -> Path:
         if version != mine:
             raise StoreError(f"{folder}: exported with schema version {version}, this tcpvar "
                              f"needs {mine}")
+        if (folder / "packets").is_dir():    # the segments' own layout
+            shutil.copytree(folder / "packets", store.packets, dirs_exist_ok=True)
         for table in ("runs", *RUN_TABLES, *CAPTURE_TABLES):
-            if (folder / table).is_dir():
+            if table != "packets" and (folder / table).is_dir():
                 files = _quoted(folder / table / "**" / "*.parquet")
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet('{files}', "
                             f"hive_partitioning = true, union_by_name = true)")
     return db
-
-
-def _quoted(path: Path) -> str:
-    return str(path).replace("'", "''")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tcpvar.errors import StoreError
 
+from . import segments
 from .db import Store
 from .export import META, from_parquet, is_export
 
@@ -33,13 +34,14 @@ def merge(store: Store, source: str | Path) -> dict:
                          f"(no {META})")
     if source.resolve() == Path(store.path).resolve():
         raise StoreError(f"{source}: is the store merged into")
-    Store(source, read_only=True).close()        # a tcpvar store of this schema version
+    with Store(source, read_only=True) as src:  # a tcpvar store of a schema version we read
+        old_packets = src.has_packets_table()
     con = store.con
-    quoted = str(source).replace("'", "''")
-    con.execute(f"ATTACH '{quoted}' AS src (READ_ONLY)")
+    con.execute(f"ATTACH '{segments.quoted(source)}' AS src (READ_ONLY)")
     try:
         with store.transaction() as c:
             counts = _copy(c)
+            _copy_packets(c, store, source, old_packets)
     finally:
         con.execute("DETACH src")
     return counts
@@ -70,6 +72,18 @@ def _copy(con) -> dict:
         "SELECT count(*) FILTER (WHERE fresh), count(*) FILTER (WHERE NOT fresh) "
         "FROM capture_map").fetchall()
     return {"runs": runs, "runs_held": runs_held, "captures": caps, "captures_held": caps_held}
+
+
+def _copy_packets(con, store: Store, source: Path, table: bool) -> None:
+    """The packet segments of the fresh captures, under their new ids; from
+    a version 1 store's packets @table, written anew."""
+    if table:
+        segments.write_partitioned(
+            con, "SELECT m.new AS capture_id, p.* EXCLUDE (capture_id) FROM src.packets p "
+                 "JOIN capture_map m ON m.old = p.capture_id WHERE m.fresh", store.packets)
+        return
+    for old, new in con.execute("SELECT old, new FROM capture_map WHERE fresh").fetchall():
+        segments.copy(segments.root(source), old, store.packets, new)
 
 
 def _tables(con) -> list[str]:

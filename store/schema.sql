@@ -36,30 +36,8 @@ CREATE TABLE IF NOT EXISTS captures (
     complete       BOOLEAN               -- false while it is being loaded
 );
 
--- One row per TCP segment (column meanings in docs/schema.md).
-CREATE TABLE IF NOT EXISTS packets (
-    capture_id INTEGER,
-    frame      UINTEGER,
-    ts_ns      BIGINT,
-    conn       UINTEGER,
-    dir        UTINYINT,
-    seq        BIGINT,
-    ack        BIGINT,
-    flags      UTINYINT,
-    win        UINTEGER,
-    len        UINTEGER,
-    wire_len   UINTEGER,
-    ev         USMALLINT,
-    tsval      UINTEGER,
-    tsecr      UINTEGER,
-    rtt_us     UINTEGER,
-    inflight   UINTEGER,
-    mss        USMALLINT,
-    wscale     UTINYINT,
-    ngwa_window UINTEGER,
-    sack_l     BIGINT[],
-    sack_r     BIGINT[]
-);
+-- One row per TCP segment: the view `packets` over Parquet segment files
+-- beside the database (store/segments.py; columns in docs/schema.md).
 
 -- One row per TCP connection; a is the host that sent the first packet.
 CREATE TABLE IF NOT EXISTS connections (

@@ -204,8 +204,9 @@ def test_sigint_on_the_last_batch_is_not_lost(tmp_path):
 
 
 def test_store_drops_a_killed_load(tmp_path):
-    """A process killed while loading leaves an incomplete capture: the next
-    writer removes it, and analysing the file again stores it whole."""
+    """A process killed while loading leaves an incomplete capture, or
+    packet segments whose capture row was never written: the next writer
+    removes both."""
     import duckdb
 
     from tcpvar.store import Store
@@ -214,7 +215,11 @@ def test_store_drops_a_killed_load(tmp_path):
     Store(path).close()
     con = duckdb.connect(str(path))
     con.execute("INSERT INTO captures (capture_id, path, complete) VALUES (7, '/x.pcap', false)")
-    con.execute("INSERT INTO packets (capture_id, frame) VALUES (7, 1), (7, 2)")
+    for capture_id in (7, 8):
+        folder = tmp_path / "k.duckdb.packets" / f"capture_id={capture_id}"
+        folder.mkdir()
+        con.execute(f"COPY (SELECT 1::UINTEGER AS frame UNION ALL SELECT 2) "
+                    f"TO '{folder}/part-0.parquet' (FORMAT parquet)")
     con.close()
     with Store(path) as store:
         assert store.con.execute("SELECT count(*) FROM packets").fetchone()[0] == 0

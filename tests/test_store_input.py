@@ -81,10 +81,39 @@ def test_an_older_schema(stored):
     con.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
     con.close()
     one_error(tcpvar("analyze", "--db", stored, LARGE), 5,
-              "schema version 0, this tcpvar needs 1; use a new --db file")
+              "schema version 0, this tcpvar needs 2; use a new --db file")
     con = duckdb.connect(str(stored), read_only=True)
     assert con.execute("SELECT count(*) FROM captures").fetchone()[0] == 1
     con.close()
+
+
+def test_a_version_1_store_is_read_then_migrated(stored):
+    """A store of schema version 1 kept its packets in a table: a reader
+    reads it as it is; the first writer moves the packets into segment
+    files, and they are the same packets."""
+    def packets(con) -> list[tuple]:
+        return con.execute("SELECT * FROM packets ORDER BY capture_id, frame").fetchall()
+
+    con = duckdb.connect(str(stored))
+    before = packets(con)
+    con.execute("CREATE TABLE packets_table AS SELECT * FROM packets")
+    con.execute("DROP VIEW packets")
+    con.execute("ALTER TABLE packets_table RENAME TO packets")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.execute("DELETE FROM meta WHERE key = 'schema_digest'")
+    con.close()
+    shutil.rmtree(f"{stored}.packets")
+    res = tcpvar("query", "--db", stored, "--csv", "SELECT count(*) AS n FROM cwnd_estimate")
+    assert res.returncode == 0 and int(res.stdout.split()[1]) > 0, res.stderr
+    assert tcpvar("analyze", "-q", "--db", stored, LARGE).returncode == 0
+    con = duckdb.connect(str(stored), read_only=True)
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == ("2",)
+    assert not con.execute("SELECT * FROM duckdb_tables() WHERE table_name = 'packets'"
+                           ).fetchall()
+    after = [p for p in packets(con) if p[0] == before[0][0]]
+    con.close()
+    assert after == before and len(before) > 10
+    assert paths(stored) == [SMALL.name, LARGE.name]
 
 
 def test_held_by_another_writer(stored):

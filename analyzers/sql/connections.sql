@@ -1,10 +1,11 @@
 -- Connections of one capture with both directions' statistics, one row per
--- connection and direction. Parameter: $capture_id.
-SELECT c.conn, c.ip_version, c.a_addr, c.a_port, c.b_addr, c.b_port,
+-- connection and direction, the direction's statistics last (from `packets`
+-- on). Parameter: $capture_id.
+SELECT c.conn, s.dir, c.ip_version, c.a_addr, c.a_port, c.b_addr, c.b_port,
        (c.first_ns - cap.first_ns) / 1e9 AS start_s,
        (c.last_ns - c.first_ns) / 1e9 AS connection_duration_s,
        c.packets AS total_packets, c.handshake, c.closed, c.reset,
-       s.* EXCLUDE (capture_id, conn, duration_s)
+       s.* EXCLUDE (capture_id, conn, dir, duration_s)
 FROM connections c
 JOIN captures cap USING (capture_id)
 JOIN conn_stats s USING (capture_id, conn)

@@ -1,0 +1,115 @@
+"""The packets table as Parquet segment files beside the DuckDB file, one
+folder per capture, which the store's `packets` view reads:
+
+    STORE.packets/capture_id=N/part-K.parquet     a batch of capture N's packets
+    STORE.packets/capture_id=0/schema.parquet     no rows: the columns' types
+
+A segment is written in one go (DuckDB's Parquet writer, zstd) under a
+temporary name and renamed, so a reader never sees half a file. Writing
+Parquet costs less than inserting into a DuckDB table, and the files are
+smaller (bench/RESULTS.md). (Parquet 2 encodings would be smaller still,
+but DuckDB writes UINTEGER columns holding values above 2^31 in a delta
+encoding that other readers refuse.) The capture's row in `captures`
+decides whether its segments count: the store removes the folders of
+captures that are not complete when it opens.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+from pathlib import Path
+
+# the packets table's columns (docs/schema.md), capture_id from the folder's name
+COLUMNS = (
+    ("frame", "UINTEGER"), ("ts_ns", "BIGINT"), ("conn", "UINTEGER"), ("dir", "UTINYINT"),
+    ("seq", "BIGINT"), ("ack", "BIGINT"), ("flags", "UTINYINT"), ("win", "UINTEGER"),
+    ("len", "UINTEGER"), ("wire_len", "UINTEGER"), ("ev", "USMALLINT"),
+    ("tsval", "UINTEGER"), ("tsecr", "UINTEGER"), ("rtt_us", "UINTEGER"),
+    ("inflight", "UINTEGER"), ("mss", "USMALLINT"), ("wscale", "UTINYINT"),
+    ("ngwa_window", "UINTEGER"), ("sack_l", "BIGINT[]"), ("sack_r", "BIGINT[]"),
+)
+ROWS = 1 << 17              # packets per segment written by ingest: one row group
+# zstd at level 1, and dictionaries only for columns with few values: half
+# the time of DuckDB's defaults, and smaller files (bench/RESULTS.md)
+WRITE = (f"FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, DICTIONARY_SIZE_LIMIT 1000, "
+         f"ROW_GROUP_SIZE {ROWS}")
+SCHEMA_FILE = "schema.parquet"
+_serial = itertools.count()
+
+
+def root(db_path: str | Path) -> Path:
+    return Path(f"{Path(db_path).resolve()}.packets")
+
+
+def folder(top: Path, capture_id: int) -> Path:
+    return top / f"capture_id={capture_id}"
+
+
+def quoted(path: Path) -> str:
+    """@path inside a SQL string literal."""
+    return str(path).replace("'", "''")
+
+
+def view_sql(top: Path, temp: bool) -> str:
+    """The `packets` view over the segments under @top (no rows when the
+    folder is gone: a store file copied without it)."""
+    names = ", ".join(name for name, _ in COLUMNS)
+    if (folder(top, 0) / SCHEMA_FILE).is_file():
+        source = (f"read_parquet('{quoted(top)}/*/*.parquet', hive_partitioning = true, "
+                  f"hive_types = {{'capture_id': INTEGER}})")
+    else:
+        source = "(SELECT NULL::INTEGER AS capture_id, " + ", ".join(
+            f"NULL::{typ} AS {name}" for name, typ in COLUMNS) + " WHERE false)"
+    return (f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW packets AS "
+            f"SELECT capture_id, {names} FROM {source}")
+
+
+def prepare(con, top: Path) -> None:
+    """The folder and its schema segment (the view needs a file to read)."""
+    schema = folder(top, 0) / SCHEMA_FILE
+    if not schema.is_file():
+        schema.parent.mkdir(parents=True, exist_ok=True)
+        columns = ", ".join(f"NULL::{typ} AS {name}" for name, typ in COLUMNS)
+        write(con, f"SELECT {columns} WHERE false", schema)
+
+
+def write(con, query: str, path: Path) -> None:
+    """@query's rows as the segment @path, which appears whole or not at all."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{next(_serial)}.tmp")
+    try:
+        con.execute(f"COPY ({query}) TO '{quoted(tmp)}' ({WRITE})")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_partitioned(con, query: str, top: Path) -> None:
+    """@query's rows (a capture_id and the packets' columns) as one segment
+    per capture under @top."""
+    names = ", ".join(name for name, _ in COLUMNS)
+    con.execute(f"COPY (SELECT capture_id, {names} FROM ({query})) TO '{quoted(top)}' "
+                f"({WRITE}, PARTITION_BY (capture_id), OVERWRITE_OR_IGNORE, "
+                f"FILENAME_PATTERN 'part-{{uuid}}')")
+
+
+def captures(top: Path) -> set[int]:
+    """The capture ids that have a folder (the schema's 0 left out)."""
+    ids = set()
+    for entry in top.glob("capture_id=*"):
+        number = entry.name.partition("=")[2]
+        if number.isdigit() and int(number):
+            ids.add(int(number))
+    return ids
+
+
+def remove(top: Path, capture_id: int) -> None:
+    shutil.rmtree(folder(top, capture_id), ignore_errors=True)
+
+
+def copy(top: Path, capture_id: int, to: Path, new_id: int) -> None:
+    """Capture @capture_id's segments as capture @new_id's under @to."""
+    source = folder(top, capture_id)
+    if source.is_dir():
+        shutil.copytree(source, folder(to, new_id), dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".*"))
