@@ -16,14 +16,16 @@ $SUDO apt-get update -q
 # python3-venv and python3-dev: the virtual environment and the C extension's
 # headers on Debian's python3; procps: sysctl; udev: the micro-VM's guest init
 # runs the host's udevd to create the channel the guest reports through; file:
-# virtme-ng runs it on busybox; chromium: the test that opens report.html
+# virtme-ng runs it on busybox; chromium: the test that opens report.html;
+# openjdk-17-jre-headless: tcpvar spark (Apache Spark runs on Java 17)
 $SUDO apt-get install -y -q --no-install-recommends \
 	python3 python3-venv python3-dev \
 	gcc make libpcap-dev tshark tcptrace tcpdump iperf3 iproute2 ethtool procps mount \
 	chromium \
 	clang llvm libclang-rt-14-dev \
 	bpftool libbpf-dev libelf-dev zlib1g-dev \
-	qemu-system-x86 kmod busybox-static udev file
+	qemu-system-x86 kmod busybox-static udev file \
+	openjdk-17-jre-headless
 
 # kernel-patches/: Debian's kernel source at the pinned version (another
 # version would not take the series), what building a kernel with BTF needs
@@ -51,7 +53,7 @@ fi
 echo "== tcpvar in .venv, with its Python dependencies and C extension"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q -e '.[test,spark]'
 $SUDO ln -sf "$(pwd)/.venv/bin/tcpvar" /usr/local/bin/tcpvar
 echo "tcpvar installed: $(command -v tcpvar) -> $(pwd)/.venv"
 

@@ -28,6 +28,7 @@ from .query import query
 from .report import report
 from .reproduce import reproduce
 from .run import run
+from .spark import spark
 from .sweep import sweep
 from .wireshark import wireshark
 
@@ -54,6 +55,7 @@ def cli(ctx: click.Context, traceback: bool) -> None:
       tcpvar load runs/20261121-130245-single-cubic-eeae5b-r1
       tcpvar analyze capture.pcapng
       tcpvar analyze --fairness --json run1.pcap
+      tcpvar spark captures/ --out tables/ --master local[4]
       tcpvar plot cwnd run:1
       tcpvar report run:1 -o run1.html
       tcpvar query "SELECT conn, dir, rtt_avg_ms FROM conn_stats"
@@ -75,6 +77,7 @@ cli.add_command(query)
 cli.add_command(report)
 cli.add_command(reproduce)
 cli.add_command(run)
+cli.add_command(spark)
 cli.add_command(sweep)
 cli.add_command(wireshark)
 

@@ -31,6 +31,7 @@ GROUPS = {
     "probe": ("probe", "tcpvar probe, and the tcp_probe events of tcpvar run"),
     "kernel": ("kernel build", "tcpvar kernel build; run --ngwa, --wbrto, --kernel patched"),
     "wireshark": ("Wireshark", "the NGWA dissector in Wireshark and tshark"),
+    "spark": ("Spark", "tcpvar spark: many captures on Apache Spark"),
     "peers": ("peer tools", "the tests and bench/, which compare tcpvar with them"),
 }
 
@@ -57,9 +58,11 @@ STOCK_FETCH_TOOLS = ("apt-get", "apt-cache", "dpkg-deb", "depmod")
 LINUX_SOURCE = "linux-source-6.1"
 LINUX_SOURCE_TARBALL = Path("/usr/src/linux-source-6.1.tar.xz")
 TSHARK_MIN = (4, 0)         # the Lua dissector's API
+JAVA_MIN = 17               # Spark 4's
 VERSION_TIMEOUT_S = 5
 # how a program tells its version, where `--version` does not
-VERSION_ARGS = {"tcptrace": ["-v"], "ip": ["-V"], "tc": ["-V"], "ss": ["-V"], "busybox": []}
+VERSION_ARGS = {"tcptrace": ["-v"], "ip": ["-V"], "tc": ["-V"], "ss": ["-V"], "busybox": [],
+                "java": ["-version"]}
 _VERSION = re.compile(r"(?<![\d.])\d+(?:\.\d+)+")
 _AS_ROOT = "run tcpvar as root, with sudo"
 _REINSTALL = "reinstall tcpvar: its package ships them (./bootstrap.sh in a checkout)"
@@ -150,8 +153,7 @@ def main_job(checks: list[Check]) -> Verdict:
     tools and Debian's kernel, cached or fetchable."""
     by = {(c.group, c.name): c for c in checks}
     common = [by[("netns", "root")], *(by[("netns", t)] for t in TESTBED_TOOLS),
-              by[("analyze", "native pcap reader")], by[("analyze", "duckdb")],
-              by[("analyze", "pyarrow")]]
+              by[("analyze", "native pcap reader")], by[("analyze", "duckdb")]]
     netns = [by[("netns", "netem")], by[("netns", MAIN_CC)]]
     vm = [*(by[("vm", t)] for t in VM_TOOL_USE), by[("vm", "stock kernel")]]
     missing = [c for c in common if not c.ok]
@@ -215,9 +217,8 @@ def _specs() -> list[_Spec]:
     return [
         _Spec("analyze", "native pcap reader", "tcpvar analyze, and loading runs' captures",
               _native, install="./bootstrap.sh"),
-        _module_spec("duckdb", "the store: analyze, query, run, probe"),
-        _module_spec("pyarrow", "packet batches into the store: analyze, run"),
-        _module_spec("matplotlib", "figures: analyze --plot"),
+        _module_spec("analyze", "duckdb", "the store: analyze, query, run, probe"),
+        _module_spec("analyze", "matplotlib", "figures: analyze --plot"),
 
         _Spec("netns", "root", "tcpvar run and tcpvar probe (namespaces, qdiscs, tracefs)",
               _root, hint=_AS_ROOT),
@@ -268,6 +269,11 @@ def _specs() -> list[_Spec]:
         _Spec("wireshark", "NGWA dissector", "decoding NGWA without -X lua_script:ngwa.lua",
               _dissector, required=False, install="tcpvar wireshark install"),
 
+        _module_spec("spark", "pyspark", "tcpvar spark (the driver and its Python workers)",
+                     "'pyspark>=4'"),
+        _Spec("spark", "java", f"tcpvar spark: Spark runs on Java {JAVA_MIN} or later", _java,
+              install=tools.install_command("java")),
+
         _tool_spec("peers", "tshark", "the tests and bench/ that compare tcpvar with tshark"),
         _tool_spec("peers", "tcptrace", "the tests and bench/ that compare tcpvar with tcptrace"),
         _tool_spec("peers", "chromium", "the test that opens report.html in a browser"),
@@ -279,9 +285,9 @@ def _tool_spec(group: str, tool: str, disables: str, required: bool = True) -> _
                  install=tools.install_command(tool))
 
 
-def _module_spec(module: str, disables: str) -> _Spec:
-    return _Spec("analyze", module, disables, partial(_module, module),
-                 install=tools.pip_install(module))
+def _module_spec(group: str, module: str, disables: str, requirement: str = "") -> _Spec:
+    return _Spec(group, module, disables, partial(_module, module),
+                 install=tools.pip_install(requirement or module))
 
 
 def _header(name: str) -> Found:
@@ -582,6 +588,17 @@ def _tshark() -> Found:
     if tuple(int(p) for p in version.split(".")[:2]) < TSHARK_MIN:
         return Found(False, f"{path} is {version}; the Lua dissector needs "
                             f"{'.'.join(map(str, TSHARK_MIN))} or later (Debian 12's)", version)
+    return Found(True, path, version)
+
+
+def _java() -> Found:
+    path = tools.find("java")
+    if path is None:
+        return Found(False, "not installed")
+    version = tool_version(path, VERSION_ARGS["java"])
+    if version is None or int(version.split(".")[0]) < JAVA_MIN:
+        return Found(False, f"{path} is {version or 'of an unknown version'}; Spark needs "
+                            f"{JAVA_MIN} or later", version)
     return Found(True, path, version)
 
 

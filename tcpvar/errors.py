@@ -18,6 +18,7 @@ class ExitStatus(IntEnum):
     VM = 8              # the micro-VM cannot be prepared or does not boot
     PROBE = 9           # tcp_probe events cannot be recorded as asked (tracefs, BPF, root)
     NO_SPACE = 10       # a device is full: the store's or a run folder's
+    SPARK = 11          # tcpvar spark: Spark cannot start, or its job failed
     INTERRUPTED = 130   # Ctrl-C
 
 
@@ -79,3 +80,10 @@ class ProbeError(TcpvarError):
     no BPF or BTF for the eBPF hook, not root."""
 
     status = ExitStatus.PROBE
+
+
+class SparkError(TcpvarError):
+    """Spark cannot start (no pyspark, no Java, a master that does not
+    answer), or its job failed."""
+
+    status = ExitStatus.SPARK

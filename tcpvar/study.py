@@ -125,10 +125,11 @@ def study_from(name: str | None, file: str | None, given: dict[str, str | None],
             values[k] = [_one(k, v) for v in split(k, text)]
     if not isinstance(repeat, int) or repeat < 1:
         raise UsageError(f"repeat {repeat!r}: a study repeats every cell 1 or more times")
-    return Study(name, values, repeat, _shard(shard) if shard else (1, 1))
+    return Study(name, values, repeat, parse_shard(shard) if shard else (1, 1))
 
 
-def _shard(text: str) -> tuple[int, int]:
+def parse_shard(text: str) -> tuple[int, int]:
+    """--shard i/n as (i, n)."""
     try:
         i, n = (int(x) for x in text.split("/"))
     except ValueError:

@@ -16,7 +16,7 @@ DEBIAN_PACKAGES = {
     "apt-cache": "apt",
     "make": "make", "cc": "gcc", "clang": "clang", "llvm-strip": "llvm",
     "bpftool": "bpftool", "pahole": "dwarves", "git": "git", "flex": "flex",
-    "bison": "bison", "bc": "bc", "xz": "xz-utils",
+    "bison": "bison", "bc": "bc", "xz": "xz-utils", "java": "openjdk-17-jre-headless",
 }
 # program -> the PyPI distribution that provides it (a dependency of tcpvar)
 PYPI_PACKAGES = {"vng": "virtme-ng"}

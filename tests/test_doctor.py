@@ -18,7 +18,7 @@ from tcpvar.errors import ExitStatus
 
 from conftest import ROOT
 
-GROUP_IDS = ["analyze", "netns", "vm", "probe", "kernel", "wireshark", "peers"]
+GROUP_IDS = ["analyze", "netns", "vm", "probe", "kernel", "wireshark", "spark", "peers"]
 RUN_TOOLS = ("ip", "tc", "ss", "iperf3", "tcpdump")
 HIDDEN = ("tshark", "iperf3")
 
@@ -134,7 +134,7 @@ def _importable(module: str) -> bool:
 def test_main_job_verdict_matches_what_is_here(here):
     status, doc = here
     common = (os.geteuid() == 0 and all(shutil.which(t) for t in RUN_TOOLS)
-              and all(map(_importable, ("tcpvar.ingest._pcapscan", "duckdb", "pyarrow"))))
+              and all(map(_importable, ("tcpvar.ingest._pcapscan", "duckdb"))))
     tracepoint = any(os.path.isdir(f"{root}/events/tcp/tcp_probe")
                      for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
     netns = _netem_works() and _host_has_cubic()     # then auto picks netns

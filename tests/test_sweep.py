@@ -238,7 +238,8 @@ def test_a_study_exported_and_merged(study, tmp_path):
 
 def test_a_shard_pair_merged_equals_the_whole(tmp_path):
     """Two shards of one study, each in a store of its own, merged into a
-    third: the third holds the whole plan, each run as its shard stored it."""
+    third: the third holds the whole plan, each run as its shard stored it;
+    and merged from their Parquet exports, the same."""
     grid = ("--name", "halves", "--cc", "cubic,reno", "--rtt", 20, "--duration", 2,
             "--bw", "10mbit", "--backend", "vm", "--json", "-q")
     parts = []
@@ -267,3 +268,10 @@ def test_a_shard_pair_merged_equals_the_whole(tmp_path):
 
     assert table("whole.duckdb") == sorted(table(parts[0]) + table(parts[1]))
     assert len(table("whole.duckdb")) == 4      # two runs, both directions of each
+    # the same through Parquet: each shard exported, the folders merged
+    for i, part in enumerate(parts, 1):
+        r = tcpvar_main("export", "--parquet", f"parquet{i}", "--db", part, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    r = tcpvar_main("merge", "parquet1", "parquet2", "--db", "whole2.duckdb", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert table("whole2.duckdb") == table("whole.duckdb")
