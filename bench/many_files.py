@@ -123,7 +123,7 @@ def main() -> int:
                     raise SystemExit(f"{name} failed ({m['rc']}): {m['stderr'][-500:]}")
                 if round_no == 0 and name == "tcpvar -j 1":
                     check_store(tcpvar, db, files, packets)
-                db.unlink(missing_ok=True)
+                bench.remove_store(db)
                 results[name].append(m["seconds"])
                 bench.log(f"round {round_no + 1}: {name}: {m['seconds']:.2f} s")
         text = section(capture, files, packets, results, cores, bench.machine())

@@ -85,7 +85,7 @@ def gnu_time() -> str | None:
 TIME = gnu_time()
 
 
-def measure(args: list[str], timeout: float | None) -> dict:
+def measure(args: list[str], timeout: float | None, stdout: str = os.devnull) -> dict:
     """Run args as one child process: wall time, CPU time and peak RSS.
 
     Wall time is perf_counter around start..wait4.  Peak RSS and CPU time come from
@@ -94,9 +94,10 @@ def measure(args: list[str], timeout: float | None) -> dict:
     set until exec, and ru_maxrss keeps that high-water mark, so wait4 alone puts a
     floor of ~20 MB under small tools; GNU time forks the tool from a ~2 MB process.)
     The child runs in its own session so a timeout or Ctrl-C can kill it and
-    everything it started, and nothing else.
+    everything it started, and nothing else. Its standard output goes to
+    @stdout (discarded by default).
     """
-    with open(os.devnull, "wb") as devnull, tempfile.TemporaryFile() as err, \
+    with open(stdout, "wb") as devnull, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile("r", prefix="time-", suffix=".txt") as tf:
         argv = ([TIME, "-f", "%M %U %S", "-o", tf.name] + args) if TIME else args
         timed_out = threading.Event()
@@ -251,8 +252,20 @@ def check_store(tcpvar: list[str], db: Path) -> dict:
         row = json.loads(t)[0]
     except (ValueError, IndexError, KeyError):
         return {"error": t[-500:]}
-    row["db_bytes"] = db.stat().st_size + sum(f.stat().st_size for f in db.parent.glob(db.name + ".wal"))
+    row["db_bytes"] = sum(f.stat().st_size for f in store_files(db))
     return row
+
+
+def store_files(db: Path) -> list[Path]:
+    """The files of a tcpvar store: the DuckDB file, its WAL, its packets' segments."""
+    segments = db.with_name(db.name + ".packets").rglob("*")
+    return [f for f in (db, db.with_name(db.name + ".wal"), *segments) if f.is_file()]
+
+
+def remove_store(db: Path) -> None:
+    for f in store_files(db):
+        f.unlink()
+    shutil.rmtree(db.with_name(db.name + ".packets"), ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------
