@@ -64,6 +64,8 @@ def plan(paths: list[str], shard: tuple[int, int] = (1, 1)) -> tuple[list[Task],
         raise UsageError(f"no captures in {', '.join(paths)}")
     i, n = shard
     tasks = [Task(k, p, _size(p)) for k, p in enumerate(sorted(found), 1) if (k - 1) % n == i - 1]
+    if not tasks:
+        raise UsageError(f"--shard {i}/{n}: no capture of the {len(found)} falls to this shard")
     return tasks, len(found) - len(tasks)
 
 

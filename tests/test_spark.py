@@ -109,13 +109,14 @@ def test_merge_reads_the_folder(job):
 
 def test_bad_input_is_one_line(tmp_path):
     """Before Spark starts: no capture in a folder, an output folder that
-    holds something, a bad --shard."""
+    holds something, a bad --shard, a shard without a capture."""
     (tmp_path / "empty").mkdir()
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("x")
     for args, words in ((["--out", tmp_path / "o", tmp_path / "empty"], "no captures in"),
                         (["--out", tmp_path / "full", BAD], "exists and is not empty"),
-                        (["--out", tmp_path / "o", "--shard", "3/2", BAD], "i must be 1 to n")):
+                        (["--out", tmp_path / "o", "--shard", "3/2", BAD], "i must be 1 to n"),
+                        (["--out", tmp_path / "o", "--shard", "2/2", BAD], "no capture of the 1")):
         r = tcpvar("spark", "-q", *args)
         assert r.returncode == 2 and len(error_lines(r.stderr)) == 1, r.stderr
         assert words in r.stderr
