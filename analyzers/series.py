@@ -8,8 +8,10 @@ from tcpvar.store.db import one
 from .sqlfiles import sql
 
 
-def build_throughput(con, capture_id: int, interval_ms: float) -> bool:
-    """(Re)build the throughput series at @interval_ms; False without packets."""
+def build_throughput(con, capture_id: int, interval_ms: float, sums=None) -> bool:
+    """(Re)build the throughput series at @interval_ms, from the sums the
+    scan gathered at that interval (@sums, an Arrow stream) or from the
+    packets; False without packets."""
     row = one(con, "SELECT with_packets, interval_ms FROM captures WHERE capture_id = $1",
                       [capture_id])
     if row is None or not row[0]:
@@ -17,8 +19,18 @@ def build_throughput(con, capture_id: int, interval_ms: float) -> bool:
     if row[1] == interval_ms:
         return True
     con.execute("DELETE FROM throughput WHERE capture_id = $1", [capture_id])
-    con.execute(sql("throughput"), {"capture_id": capture_id,
-                                    "interval_ns": int(interval_ms * 1e6)})
+    params = {"capture_id": capture_id, "interval_ns": int(interval_ms * 1e6)}
+    if sums is None:
+        con.execute(sql("throughput_sums"), params)
+    else:
+        con.register("tv_sums", sums)
+    try:
+        con.execute(sql("throughput"), params)
+    finally:
+        if sums is None:
+            con.execute("DROP TABLE tv_sums")
+        else:
+            con.unregister("tv_sums")
     con.execute("UPDATE captures SET interval_ms = $1 WHERE capture_id = $2",
                 [interval_ms, capture_id])
     return True

@@ -45,6 +45,7 @@ class CaptureResult:
     connections: int
     truncated: bool
     warning: str | None
+    series: object = None     # the throughput series' sums from the scan (ScanOptions.series_ms)
 
 
 def fingerprint(path: Path) -> str:
@@ -216,7 +217,8 @@ def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | N
              counters["too_short"], counters["malformed"], counters["first_ns"],
              counters["last_ns"], truncated, warning])
     return CaptureResult(capture_id, str(path.resolve()), False, counters["frames"],
-                         counters["tcp"], nconn, truncated, warning)
+                         counters["tcp"], nconn, truncated, warning,
+                         scanner.series() if scan.options.series_ms else None)
 
 
 def ingest(store, path: str | Path, options: ScanOptions | None = None, *,

@@ -28,6 +28,7 @@ class ScanOptions:
     packets: bool = True      # fill the packets table (False: statistics only)
     rto_min_ms: float = 200.0
     hwdup_us: float = 0.0     # 0: no hardware-duplicate detection
+    series_ms: float = 0.0    # the throughput series' interval, summed during the scan (0: not)
 
 
 class GzipFeed:
@@ -166,6 +167,7 @@ def _open_scanner(path: Path, options: ScanOptions):
         scanner = _pcapscan.Scanner(str(path), packets=options.packets,
                                     batch_rows=BATCH_ROWS if options.packets else STATS_STEP,
                                     rto_min_ms=options.rto_min_ms,
+                                    interval_ms=options.series_ms,
                                     hwdup_us=options.hwdup_us,
                                     fd=feed.read_fd if feed else -1)
     except _pcapscan.ScanError as exc:

@@ -7,7 +7,7 @@ import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Iterator
@@ -30,6 +30,11 @@ class AnalyzeOptions:
     flows: list[int] | None = None          # flows for Jain's index (default: bulk flows)
     pair: tuple[int, int] | None = None     # (variant, reference) for friendliness
 
+    def __post_init__(self):
+        # the scan sums the throughput series at this interval as it reads
+        if self.scan.packets:
+            self.scan = replace(self.scan, series_ms=self.interval_ms)
+
 
 def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
                     stop: threading.Event | None = None, scan: Scan | None = None) -> dict:
@@ -38,7 +43,7 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
     res = ingest(store, path, options.scan, force=options.force, progress=progress, stop=stop,
                  scan=scan)
     with store.transaction() as con:
-        has_series = build_throughput(con, res.capture_id, options.interval_ms)
+        has_series = build_throughput(con, res.capture_id, options.interval_ms, res.series)
     con = store.con
     cap = one(con, "SELECT link_name, frames, tcp_packets, non_tcp, ip_fragments, "
                       "too_short, malformed, (last_ns - first_ns) / 1e9 "

@@ -1,20 +1,14 @@
--- Throughput series of one capture: bytes per connection, direction and
--- interval, on the capture's time base (bin 0 starts at its first record).
--- Dense between each direction's first and last data interval, so a stall
--- (a timeout, a zero window) shows as zeros, not as a gap.
+-- Throughput series of one capture from its sums (tv_sums: conn, dir, bin,
+-- packets, bytes, unique_bytes; a bin may have several rows), on the
+-- capture's time base (bin 0 starts at its first record). Dense between each
+-- direction's first and last data interval, so a stall (a timeout, a zero
+-- window) shows as zeros, not as a gap.
 -- Parameters: $capture_id, $interval_ns::BIGINT.
 INSERT INTO throughput
-WITH start AS (
-    SELECT first_ns FROM captures WHERE capture_id = $capture_id
-),
-sums AS (
-    SELECT p.conn, p.dir,
-           ((p.ts_ns - start.first_ns) // $interval_ns::BIGINT)::INTEGER AS bin,
-           count(*) AS packets,
-           sum(p.len) AS bytes,
-           sum(CASE WHEN p.ev & 1 = 0 THEN p.len ELSE 0 END) AS unique_bytes
-    FROM packets p, start
-    WHERE p.capture_id = $capture_id AND p.len > 0
+WITH sums AS (
+    SELECT conn, dir, bin::INTEGER AS bin, sum(packets) AS packets, sum(bytes) AS bytes,
+           sum(unique_bytes) AS unique_bytes
+    FROM tv_sums
     GROUP BY ALL
 ),
 spans AS (

@@ -32,6 +32,7 @@ enum {
 struct tv_flow_opts {
 	uint64_t rto_min_ns;	/* least silence before a resend counts as a timeout */
 	uint64_t hwdup_ns;	/* identical copies closer than this are capture artefacts */
+	uint64_t interval_ns;	/* the throughput series' interval (series.c); 0: none */
 };
 
 /* Statistics of one direction of a connection (the sender's view). */

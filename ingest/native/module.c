@@ -7,6 +7,7 @@
  *                        is released while the file is read and analysed
  *     .connections()  -> (connections, per-direction statistics) as Tables
  *     .events()       -> retransmission episodes as a Table
+ *     .series()       -> the throughput series' sums (interval_ms) as a Table
  *   Table.__arrow_c_stream__() -> its columns as an Arrow C stream (a
  *                        PyCapsule), which DuckDB reads in place, without pyarrow
  *   Table.columns()   -> a packet batch's [(name, type, values, validity,
@@ -487,27 +488,29 @@ static void refuse_fd(int fd)
 static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"path", "packets", "batch_rows", "rto_min_ms",
-				 "hwdup_us", "fd", NULL};
+				 "hwdup_us", "fd", "interval_ms", NULL};
 	modstate *st = state_of_type(type);
 	PyObject *path_obj = NULL;
 	ScannerObject *self;
 	int packets = 1, rc;
 	Py_ssize_t batch_rows = 1 << 18;
-	double rto_min_ms = 200.0, hwdup_us = 0.0;
+	double rto_min_ms = 200.0, hwdup_us = 0.0, interval_ms = 0.0;
 	int fd = -1;
 	struct tv_flow_opts opts;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pnddi", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pnddid", kwlist,
 					 PyUnicode_FSConverter, &path_obj, &packets,
-					 &batch_rows, &rto_min_ms, &hwdup_us, &fd))
+					 &batch_rows, &rto_min_ms, &hwdup_us, &fd, &interval_ms))
 		return NULL;
 	/* written so that NaN, which fails every comparison, is refused too */
 	if (batch_rows < 1 || batch_rows > (1 << 24) ||
 	    !(rto_min_ms >= 0 && rto_min_ms <= MAX_RTO_MIN_MS) ||
-	    !(hwdup_us >= 0 && hwdup_us <= MAX_HWDUP_US)) {
+	    !(hwdup_us >= 0 && hwdup_us <= MAX_HWDUP_US) ||
+	    !(interval_ms >= 0 && interval_ms <= MAX_RTO_MIN_MS)) {
 		Py_DECREF(path_obj);
 		refuse_fd(fd);
-		PyErr_SetString(PyExc_ValueError, "batch_rows, rto_min_ms or hwdup_us out of range");
+		PyErr_SetString(PyExc_ValueError,
+				"batch_rows, rto_min_ms, hwdup_us or interval_ms out of range");
 		return NULL;
 	}
 	self = (ScannerObject *)type->tp_alloc(type, 0);
@@ -520,6 +523,7 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	self->batch_rows = batch_rows;
 	opts.rto_min_ns = (uint64_t)(rto_min_ms * 1e6);
 	opts.hwdup_ns = (uint64_t)(hwdup_us * 1e3);
+	opts.interval_ns = (uint64_t)(interval_ms * 1e6);
 	Py_BEGIN_ALLOW_THREADS
 	if (fd >= 0) {		/* a stream, e.g. a decompressing pipe */
 		FILE *fp = fdopen(fd, "rb");
@@ -712,6 +716,35 @@ out:
 	return res;
 }
 
+#define SB(n, t) {#n, t, offsetof(struct tv_bin, n)}
+static const struct field bin_fields[] = {
+	SB(conn, F_U32), SB(dir, F_U32), SB(bin, F_I64), SB(packets, F_U64), SB(bytes, F_U64),
+	SB(unique_bytes, F_U64),
+	{NULL, 0, 0},
+};
+
+static PyObject *scanner_series(ScannerObject *self, PyObject *unused)
+{
+	modstate *st = state_of_type(Py_TYPE(self));
+	struct tv_series *series = &self->scan.series;
+	const void **rows;
+	struct record_table *t;
+	size_t i;
+
+	if (!check_usable(self))
+		return NULL;
+	if (!series->valid)
+		Py_RETURN_NONE;
+	rows = PyMem_Calloc(series->n ? series->n : 1, sizeof(*rows));
+	if (!rows)
+		return PyErr_NoMemory();
+	for (i = 0; i < series->n; i++)
+		rows[i] = &series->bins[i];
+	t = record_table(rows, series->n, bin_fields, 0, 0);
+	PyMem_Free(rows);
+	return new_table(st, t ? &t->t : NULL, NULL);
+}
+
 static PyObject *scanner_events(ScannerObject *self, PyObject *unused)
 {
 	modstate *st = state_of_type(Py_TYPE(self));
@@ -792,6 +825,10 @@ static PyMethodDef scanner_methods[] = {
 	 "connections() -> (connections, per-direction statistics) as Tables"},
 	{"events", (PyCFunction)scanner_events, METH_NOARGS,
 	 "events() -> the inferred retransmission episodes as a Table"},
+	{"series", (PyCFunction)scanner_series, METH_NOARGS,
+	 "series() -> the throughput series' sums (conn, dir, bin, packets, bytes, "
+	 "unique_bytes) as a Table, or None without an interval or when a record "
+	 "is older than the first"},
 	{"close", (PyCFunction)scanner_close, METH_NOARGS, "close the capture"},
 	{NULL, NULL, 0, NULL},
 };

@@ -30,6 +30,7 @@ static int scan_start(struct tv_scan *s, pcap_t *pcap, const char *err,
 		tv_scan_close(s);
 		return -1;
 	}
+	tv_series_init(&s->series, opts->interval_ns);
 	s->flows = tv_flows_new(opts);
 	if (!s->flows) {
 		snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
@@ -237,6 +238,7 @@ static int read_segment(struct tv_scan *s, struct tv_item *it)
 		ts = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
 		if (s->frames == 1 || ts < s->first_ns)
 			s->first_ns = ts;
+		tv_series_record(&s->series, ts);
 		if (ts > s->last_ns)
 			s->last_ns = ts;
 
@@ -269,7 +271,9 @@ static int analyse(struct tv_scan *s, struct tv_batch *b, const struct tv_item *
 {
 	struct tv_pkt_result res;
 
-	if (tv_flows_add(s->flows, it->ts, it->frame, &it->seg, &res) < 0)
+	if (tv_flows_add(s->flows, it->ts, it->frame, &it->seg, &res) < 0 ||
+	    tv_series_add(&s->series, res.conn, res.dir, it->ts, it->seg.payload,
+			  res.ev & TV_EV_RETRANS) < 0)
 		return -1;
 	if (b) {
 		if (!tv_batch_reserve_sack(b, it->seg.nsack))
@@ -334,4 +338,5 @@ void tv_scan_close(struct tv_scan *s)
 	s->map = NULL;
 	tv_flows_free(s->flows);
 	s->flows = NULL;
+	tv_series_free(&s->series);
 }

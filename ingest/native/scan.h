@@ -13,6 +13,7 @@
 #include "columns.h"
 #include "direct.h"
 #include "flows.h"
+#include "series.h"
 
 enum tv_scan_status {
 	TV_SCAN_MORE = 0,	/* call again */
@@ -33,6 +34,7 @@ struct tv_scan {
 	pcap_t *pcap;
 	int dlt;
 	struct tv_flows *flows;
+	struct tv_series series;	/* the throughput series' sums */
 	int status;
 	void *map;		/* the file, when it is read through a mapping */
 	size_t map_len, map_released;
