@@ -71,7 +71,8 @@ def spark(files, out, master, shard, stats_only, interval_ms, rto_min_ms, hwdup_
         terminal.error(c["error"])
     s = outcome.summary
     if not quiet:
-        terminal.note(f"{s['out']}: {s['captures_read']} captures, {s['packets']:,} packets in "
+        captures = f"{s['captures_read']} capture{'s' if s['captures_read'] != 1 else ''}"
+        terminal.note(f"{s['out']}: {captures}, {s['packets']:,} packets in "
                       f"{s['seconds']:.1f} s ({s['packets_per_s'] or 0:,} packets/s on "
                       f"{s['cores']} cores)" + (f"; {len(failed)} failed" if failed else ""))
     if as_json:

@@ -23,6 +23,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
+from importlib import resources
 from pathlib import Path
 
 from tcpvar.analysis import AnalyzeOptions, analyze_capture
@@ -32,6 +33,7 @@ from tcpvar.store.export import META, export
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".gz")
 STAGING = "_staging"            # tasks' unfinished output, inside OUT
+LOG4J = "spark-log4j2.properties"
 
 
 @dataclass(frozen=True)
@@ -156,11 +158,15 @@ def _session(master: str, tasks: int, progress: bool):
     if not shutil.which("java") and not os.environ.get("JAVA_HOME"):
         raise SparkError("java is not installed, needed by Spark (apt-get install "
                          "openjdk-17-jre-headless, or ./bootstrap.sh)")
+    # Spark's logging: errors only (its defaults print a screenful of start-up)
+    logging = f"-Dlog4j2.configurationFile=file:{resources.files('tcpvar') / LOG4J}"
     try:
         spark = (SparkSession.builder.master(master)
                  .appName(f"tcpvar: {tasks} captures")
                  .config("spark.ui.showConsoleProgress", "true" if progress else "false")
                  .config("spark.ui.enabled", "false")
+                 .config("spark.driver.extraJavaOptions", logging)
+                 .config("spark.executor.extraJavaOptions", logging)
                  .getOrCreate())
     except Exception as exc:
         raise SparkError(f"Spark cannot start on {master}: {_first_line(exc)}") from None
