@@ -71,14 +71,11 @@ def connections_text(capture: dict) -> str:
     plain aligned text: thousands of connections print in milliseconds."""
     rows = list(conn_rows(capture))
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _) in enumerate(CONN_COLUMNS)]
-
-    def line(cells):
-        return "  ".join(f"{c:{a}{w}}" for c, (_, a), w in zip(cells, CONN_COLUMNS, widths))
-
+    line = "  ".join(f"{{:{a}{w}}}" for (_, a), w in zip(CONN_COLUMNS, widths)).format
     out = [f"{capture['path']}: {len(capture['connections'])} TCP connections", "",
-           line(h for h, _ in CONN_COLUMNS), "  ".join("-" * w for w in widths)]
+           line(*(h for h, _ in CONN_COLUMNS)), "  ".join("-" * w for w in widths)]
     for i, row in enumerate(rows):
-        out.append(line(row).rstrip())
+        out.append(line(*row).rstrip())
         if i % 2:
             out.append("")
     return "\n".join(out)
