@@ -13,9 +13,10 @@ from pathlib import Path
 
 from tcpvar.store import segments
 
-# batches written at once: one per core beside the scan; memory grows by a
-# batch (~40 MB) per writer
-WRITERS = max(1, min(2, len(os.sched_getaffinity(0))))
+# batches written at once: one more than the cores (measured on 2 cores: 3
+# writers beat 2 by 3-6 %, 1 is 25 % slower; bench/RESULTS.md "levers");
+# memory grows by a batch (~10 MB) per writer
+WRITERS = max(2, min(4, len(os.sched_getaffinity(0)) + 1))
 
 
 class SegmentWriters:
