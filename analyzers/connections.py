@@ -19,15 +19,18 @@ def connections(con, capture_id: int) -> list[dict]:
     names = [d[0] for d in cur.description]
     first = names.index("packets")                  # the direction's statistics from here
     stat_names = names[first:]
+    at = {name: i for i, name in enumerate(names[:first])}
+    conn_at, a_at, a_port, b_at, b_port, ver = (at[k] for k in (
+        "conn", "a_addr", "a_port", "b_addr", "b_port", "ip_version"))
+    fields = [(k, at[k]) for k in CONN_FIELDS if k != "connection_duration_s"] + \
+        [("duration_s", at["connection_duration_s"])]
     out: list[dict] = []
     for row in cur.fetchall():
         if row[1] == 0:                             # dir: a connection's first row
-            r = dict(zip(names[:first], row))
-            conn = {"id": r["conn"],
-                    "a": endpoint(r["a_addr"], r["a_port"], r["ip_version"]),
-                    "b": endpoint(r["b_addr"], r["b_port"], r["ip_version"])}
-            conn.update({k: r[k] for k in CONN_FIELDS})
-            conn["duration_s"] = conn.pop("connection_duration_s")
+            conn = {"id": row[conn_at], "a": endpoint(row[a_at], row[a_port], row[ver]),
+                    "b": endpoint(row[b_at], row[b_port], row[ver])}
+            for key, i in fields:
+                conn[key] = row[i]
             out.append(conn)
         out[-1][DIRECTIONS[row[1]]] = dict(zip(stat_names, row[first:]))
     return out

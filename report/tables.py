@@ -21,11 +21,14 @@ def si(value, unit: str = "", digits: int = 3) -> str:
     """1234567 -> '1.23 M' + unit; None -> '-'."""
     if value is None:
         return "-"
-    value = float(value)
-    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.{digits}g} {prefix}{unit}"
-    return f"{value:.{digits}g} {unit}".rstrip()
+    size = abs(value)
+    if size >= 1e9:
+        return f"{value / 1e9:.{digits}g} G{unit}"
+    if size >= 1e6:
+        return f"{value / 1e6:.{digits}g} M{unit}"
+    if size >= 1e3:
+        return f"{value / 1e3:.{digits}g} k{unit}"
+    return f"{float(value):.{digits}g} {unit}".rstrip()
 
 
 def ms(value) -> str:
