@@ -50,6 +50,7 @@ COLUMNS = (
     Column("delivered", "UINTEGER", "packets"),
     Column("total_retrans", "UINTEGER", "packets"),
     Column("pacing_rate", "UBIGINT", "bytes per second"),
+    Column("wbrto_cwnd", "UINTEGER", "packets"),
     Column("wbrto_max_cwnd", "UINTEGER", "packets"),
     Column("wbrto_awnd", "UINTEGER", "packets"),
     Column("wbrto_c10", "UINTEGER", "tenths"),
@@ -58,6 +59,8 @@ COLUMNS = (
 )
 NAMES = tuple(c.name for c in COLUMNS)
 TYPES = {c.name: c.type for c in COLUMNS}
+# columns added since the first records: older records load without them
+ADDED = ("wbrto_cwnd",)
 
 # tracepoint fields whose column has another name; src and dest each give
 # an address and a port column, every other field keeps its name

@@ -71,7 +71,8 @@ def _choose(requested: str, params: RunParams, kernel: str | None) -> tuple[str,
         if requested == "netns" or kernel == "stock":
             raise UsageError(f"{option} needs the patched kernel of kernel-patches/, "
                              f"which runs in the micro-VM: use --backend vm or auto, "
-                             f"--kernel patched or a bzImage built from it")
+                             f"--kernel patched (or patched-debug), or a bzImage built "
+                             f"from it")
         return "vm", f"{option} needs the patched kernel, which boots in the micro-VM"
     if kernel is not None:
         if requested == "netns":

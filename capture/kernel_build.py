@@ -2,10 +2,11 @@
 
 kernel-patches/build.sh does the work: it unpacks the pinned
 linux-source-6.1, applies the patch series with git am, merges the
-configuration fragment and builds a bzImage; with `tc` it fetches Debian's
-iproute2 source, applies the tc patch and builds tc. Both are cached by the
-hash of what goes into them, so asking again costs nothing. This module runs
-it, reports its stages, and turns a failure into one line.
+configuration fragment and builds a bzImage (target `kernel`; `kernel-debug`
+adds the sanitizers of debug.config: the kernel the tests run); with `tc` it
+fetches Debian's iproute2 source, applies the tc patch and builds tc. Each is
+cached by the hash of what goes into it, so asking again costs nothing. This
+module runs it, reports its stages, and turns a failure into one line.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tcpvar.progress import Progress, Reporter, ignore
 from tcpvar.resources import cache_dir, source_dir
 
 CACHED_MISSING = 2          # build.sh --cached: not built yet
+TARGETS = ("kernel", "kernel-debug", "tc")
 
 
 def patches_dir() -> Path:
@@ -42,7 +44,8 @@ def _env() -> dict[str, str]:
 
 
 def cached(target: str = "kernel") -> Path | None:
-    """The built bzImage (target 'kernel') or tc ('tc') if it is in the cache."""
+    """The built bzImage (target 'kernel' or 'kernel-debug') or tc ('tc') if
+    it is in the cache."""
     try:
         done = subprocess.run([*_script(), target, "--cached"], capture_output=True,
                               text=True, check=False, timeout=60, env=_env())
@@ -57,15 +60,15 @@ def cached(target: str = "kernel") -> Path | None:
 
 def run_build(target: str = "kernel", progress: Reporter | None = None,
               jobs: int | None = None) -> Path:
-    """Build @target ('kernel' or 'tc') unless cached; return the result's path.
+    """Build @target (one of TARGETS) unless cached; return the result's path.
 
     @progress gets each stage of build.sh ("unpacking ...", "building ...")
     as a phase and, about once a second while make runs, the last line of
     its log as the event's `line`.
     """
     report = progress or ignore
-    if target not in ("kernel", "tc"):
-        raise KernelBuildError(f"unknown build target {target!r} (kernel or tc)")
+    if target not in TARGETS:
+        raise KernelBuildError(f"unknown build target {target!r} ({', '.join(TARGETS)})")
     env = _env()
     if jobs is not None:
         if jobs < 1:
@@ -147,14 +150,15 @@ def _result_path(stdout: str, target: str) -> Path:
     return path
 
 
-def patched_kernel(build: bool = True, progress=None) -> Path:
-    """The bzImage of the patched kernel, built first if missing and @build
-    (its stages reported to @progress, as `tcpvar run` phases).
+def patched_kernel(build: bool = True, progress=None, debug: bool = False) -> Path:
+    """The bzImage of the patched kernel (@debug: with the sanitizers), built
+    first if missing and @build (its stages reported to @progress, as
+    `tcpvar run` phases).
 
     Without @build, a missing image is an error telling to run
     `tcpvar kernel build`.
     """
-    return _built("kernel", build, progress)
+    return _built("kernel-debug" if debug else "kernel", build, progress)
 
 
 def patched_tc(build: bool = True, progress=None) -> Path:
@@ -167,8 +171,9 @@ def _built(target: str, build: bool, progress) -> Path:
     if found is not None:
         return found
     if not build:
-        raise KernelBuildError(f"the patched {target} is not built yet: "
-                               f"run `tcpvar kernel build`")
+        how = "tcpvar kernel build --debug" if target == "kernel-debug" else \
+            "tcpvar kernel build"
+        raise KernelBuildError(f"the patched {target} is not built yet: run `{how}`")
 
     def relabel(event: Progress) -> None:
         if not event.line:

@@ -22,7 +22,7 @@ NOT_VARIANTS = {"diag", "advanced"}
 
 @dataclass
 class Kernel:
-    kind: str                  # 'stock', 'patched' or 'custom'
+    kind: str                  # 'stock', 'patched', 'patched-debug' or 'custom'
     image: Path
     release: str | None        # uname -r, when known before boot
     root: Path | None = None   # where its /lib/modules lives, for module kernels
@@ -48,17 +48,19 @@ def module_variants(moddir: Path) -> set[str]:
 
 
 def resolve(spec: str, progress=None) -> Kernel:
-    """--kernel: 'stock' (default), 'patched', or a path to a bzImage."""
+    """--kernel: 'stock' (default), 'patched', 'patched-debug' (with the
+    sanitizers), or a path to a bzImage."""
     if spec == "stock":
         return stock_kernel(progress)
-    if spec == "patched":
+    if spec in ("patched", "patched-debug"):
         from .kernel_build import patched_kernel
 
-        return Kernel("patched", patched_kernel(build=True, progress=progress), None)
+        image = patched_kernel(build=True, progress=progress, debug=spec == "patched-debug")
+        return Kernel(spec, image, None)
     path = Path(spec)
     if not path.is_file():
         raise VmError(f"--kernel {spec}: no such kernel image (use stock, patched, "
-                      f"or the path of a bzImage)")
+                      f"patched-debug, or the path of a bzImage)")
     return Kernel("custom", path.resolve(), None)
 
 

@@ -36,8 +36,10 @@ RECORDED_SYSCTLS = (
     "net.ipv4.tcp_recovery", "net.ipv4.tcp_slow_start_after_idle", "net.core.default_qdisc",
     # the patched kernel's (none on other kernels)
     "net.ipv4.tcp_ngwa", "net.ipv4.tcp_ngwa_cwnd", "net.ipv4.tcp_ngwa_smooth",
-    "net.ipv4.tcp_ngwa_alpha", "net.ipv4.tcp_wbrto", "net.ipv4.tcp_wbrto_scale",
-    "net.ipv4.tcp_wbrto_unit_ms",
+    "net.ipv4.tcp_ngwa_alpha", "net.ipv4.tcp_ngwa_hold_ms", "net.ipv4.tcp_ngwa_option",
+    "net.ipv4.tcp_wbrto", "net.ipv4.tcp_wbrto_scale", "net.ipv4.tcp_wbrto_unit_ms",
+    "net.ipv4.tcp_wbrto_awnd_gain", "net.ipv4.tcp_wbrto_thresholds",
+    "net.ipv4.tcp_wbrto_cutoffs", "net.ipv4.tcp_wbrto_weights",
 )
 SAMPLED_PER_S = 4             # flows whose `ss -ti` the live display reads each second
 SETTLE_S = 1.0                # time for the last ACKs to come back before captures stop

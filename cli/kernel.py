@@ -22,7 +22,10 @@ def kernel():
 @click.option("--jobs", "-j", type=click.IntRange(min=1), metavar="N",
               help="Parallel make jobs (default: CPUs + 1).")
 @click.option("--no-tc", is_flag=True, help="Build the kernel only, not tc.")
-def build(jobs, no_tc):
+@click.option("--debug", is_flag=True,
+              help="Build the kernel with KASAN, UBSAN, lockdep and kmemleak (the one the "
+                   "tests boot; `tcpvar run --kernel patched-debug`) instead.")
+def build(jobs, no_tc, debug):
     """Unpack the pinned linux-source-6.1, apply the patch series with git am,
     build a bzImage with everything tcpvar needs built in, and build tc from
     Debian's iproute2 source with the ngwa qdisc. Results are cached by the
@@ -32,13 +35,15 @@ def build(jobs, no_tc):
     Examples:
       tcpvar kernel build
       tcpvar kernel build -j 3 --no-tc
+      tcpvar kernel build --debug
     """
     import time
 
     from tcpvar.capture.kernel_build import elapsed, run_build
     from tcpvar.report import terminal
 
-    for target in ("kernel",) if no_tc else ("kernel", "tc"):
+    kernel_target = "kernel-debug" if debug else "kernel"
+    for target in (kernel_target,) if no_tc else (kernel_target, "tc"):
         start = time.monotonic()
         with _status(f"{target}: starting") as update:
 
@@ -53,23 +58,24 @@ def build(jobs, no_tc):
 
 @kernel.command(short_help="Print the paths of the built bzImage and tc.")
 def path():
-    """Print the cached bzImage and tc, or say which is not built yet.
+    """Print the cached bzImages (kernel, kernel-debug) and tc, or say which
+    is not built yet.
 
     \b
     Example:
       tcpvar kernel path
     """
-    from tcpvar.capture.kernel_build import cached
+    from tcpvar.capture.kernel_build import TARGETS, cached
     from tcpvar.errors import KernelBuildError
     from tcpvar.report import terminal
 
-    missing = []
-    for target in ("kernel", "tc"):
-        found = cached(target)
-        if found is None:
-            missing.append(target)
-        else:
-            terminal.data(f"{target}: {found}")
+    found = {target: cached(target) for target in TARGETS}
+    for target, where in found.items():
+        if where is not None:
+            terminal.data(f"{target}: {where}")
+    missing = [t for t in ("kernel", "tc") if found[t] is None]
+    if found["kernel-debug"] is not None and "kernel" in missing:
+        missing.remove("kernel")
     if missing:
         raise KernelBuildError(f"not built yet: {', '.join(missing)} (run `tcpvar kernel build`)")
 

@@ -46,9 +46,10 @@ from .options import session_options
               type=click.Choice(["auto", "netns", "vm"]),
               help="netns: the host kernel; vm: a QEMU micro-VM; auto: netns when the host "
                    "kernel has what the run needs.")
-@click.option("--kernel", metavar="stock|patched|PATH",
+@click.option("--kernel", metavar="stock|patched|patched-debug|PATH",
               help="Kernel the vm backend boots: Debian's stock package (default), the one "
-                   "built from kernel-patches/, or a bzImage.")
+                   "built from kernel-patches/ (patched-debug: with KASAN, UBSAN, lockdep "
+                   "and kmemleak), or a bzImage.")
 @click.option("--ngwa", type=click.IntRange(1, 8), metavar="MODE",
               help="NGWA mode 1-8 (Talau & Wille, Table 1) on every host, and the ngwa "
                    "qdisc as the bottleneck queue. Needs the patched kernel.")

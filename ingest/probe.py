@@ -41,7 +41,8 @@ def load_probe(target, run_id: int, csv_path: str | Path, flows=()) -> int:
     con = getattr(target, "con", target)
     path = Path(csv_path)
     header = _header(path)
-    if header != list(record.NAMES):
+    older = [c for c in record.NAMES if c not in record.ADDED]
+    if header not in (list(record.NAMES), older):
         raise InputError(f"{path}: not a tcp_probe record (its header is not the one of "
                          f"docs/probe.md)")
     pairs = {}
@@ -55,8 +56,8 @@ def load_probe(target, run_id: int, csv_path: str | Path, flows=()) -> int:
         con.executemany("INSERT INTO probe_flow_keys VALUES (?, ?, ?, ?, ?, ?)",
                         [(f, side, a[0], a[1], b[0], b[1])
                          for (a, b), (f, side) in pairs.items()])
-    columns = "{" + ", ".join(f"'{c}': '{t}'" for c, t in record.TYPES.items()) + "}"
-    cols = ", ".join(f"p.{c}" for c in record.NAMES)
+    columns = "{" + ", ".join(f"'{c}': '{record.TYPES[c]}'" for c in header) + "}"
+    cols = ", ".join(f"p.{c}" if c in header else f"NULL AS {c}" for c in record.NAMES)
     try:
         row = con.execute(
             f"INSERT INTO probe_events (run_id, flow, side, {', '.join(record.NAMES)}) "

@@ -5,10 +5,13 @@
 #                        VERSION, apply patches/*.patch with git am, merge
 #                        tcpvar.config over x86_64 defconfig and build a
 #                        bzImage; prints its path on the last line
+#   build.sh kernel-debug
+#                        the same with debug.config merged too (KASAN, UBSAN,
+#                        lockdep, kmemleak): the kernel the tests run
 #   build.sh tc          apt-get source iproute2 of the version in
 #                        iproute2/VERSION, apply iproute2/*.patch and build
 #                        tc; prints its path on the last line
-#   build.sh kernel|tc --cached
+#   build.sh kernel|kernel-debug|tc --cached
 #                        only print the cached result's path; exit 2 if it
 #                        is not built yet
 #
@@ -45,12 +48,24 @@ git_tcpvar() {
 		-c core.hooksPath=/dev/null -c commit.gpgsign=false "$@"
 }
 
+# Commit the unpacked source as the series' base: same tree, same author and
+# date, so the same commit as the cover letter's base-commit
+commit_base() {
+	GIT_AUTHOR_DATE="2000-01-01T00:00:00+0000" \
+	GIT_COMMITTER_DATE="2000-01-01T00:00:00+0000" \
+		git_tcpvar commit -q -m "$1"
+}
+
+# build_kernel [debug]
 build_kernel() {
 	version=$(cat "$HERE/VERSION")
 	tarball=/usr/src/linux-source-6.1.tar.xz
-	key=$(hash_files "$HERE/VERSION" "$HERE/tcpvar.config" \
+	fragments=$HERE/tcpvar.config
+	[ "${1:-}" != debug ] || fragments="$fragments $HERE/debug.config"
+	# shellcheck disable=SC2086 # the fragments are paths without spaces
+	key=$(hash_files "$HERE/VERSION" $fragments \
 		"$HERE"/patches/*.patch "$HERE/build.sh")
-	out=$CACHE/linux-$version-$key
+	out=$CACHE/linux-$version${1:+-$1}-$key
 	if [ -f "$out/bzImage" ]; then
 		stage "cached: $out/bzImage"
 		echo "$out/bzImage"
@@ -81,17 +96,25 @@ build_kernel() {
 		cd "$src"
 		git_tcpvar init -q
 		git_tcpvar add -f -A .
-		git_tcpvar commit -q -m "linux-source-6.1 $version"
-		git_tcpvar am -q $(ls "$HERE"/patches/*.patch | grep -v /0000-)
-	) || die "the series does not apply to linux-source-6.1 $version"
+		commit_base "linux-source-6.1 $version"
+	) || die "cannot commit the unpacked linux-source-6.1 with git"
+	base=$(sed -n 's/^base-commit: //p' "$HERE"/patches/0000-*.patch)
+	[ "$(git -C "$src" rev-parse HEAD)" = "$base" ] ||
+		die "linux-source-6.1 $version is not the series' base (base-commit $base)"
+	(cd "$src" && git_tcpvar am -q $(ls "$HERE"/patches/*.patch | grep -v /0000-)) ||
+		die "the series does not apply to linux-source-6.1 $version"
 
-	stage "configuring (x86_64 defconfig + tcpvar.config)"
+	stage "configuring (x86_64 defconfig + tcpvar.config${1:+ + $1.config})"
 	make -s -C "$src" O="$build" defconfig >/dev/null
+	# shellcheck disable=SC2086
 	"$src/scripts/kconfig/merge_config.sh" -m -O "$build" \
-		"$build/.config" "$HERE/tcpvar.config" >"$work/merge.log" 2>&1
+		"$build/.config" $fragments >"$work/merge.log" 2>&1
 	make -s -C "$src" O="$build" olddefconfig >/dev/null
-	# every option the fragment asks for must be in the result
-	missing=$(grep -E '^CONFIG_[A-Z0-9_]+=' "$HERE/tcpvar.config" |
+	# every option the fragments ask for (the last one's word for each)
+	# must be in the result
+	# shellcheck disable=SC2086
+	missing=$(cat $fragments | grep -E '^CONFIG_[A-Z0-9_]+=' |
+		awk -F= '{ last[$1] = $0 } END { for (k in last) print last[k] }' |
 		while IFS= read -r line; do
 			name=${line%%=*}
 			value=${line#*=}
@@ -171,8 +194,8 @@ build_tc() {
 }
 
 case "$WHAT" in
-kernel | tc) ;;
-*) die "unknown target '$WHAT' (kernel or tc)" ;;
+kernel | kernel-debug | tc) ;;
+*) die "unknown target '$WHAT' (kernel, kernel-debug or tc)" ;;
 esac
 mkdir -p "$CACHE"
 # one build of a target at a time: a second caller waits, then finds the
@@ -184,4 +207,8 @@ if [ -z "$CACHED_ONLY" ]; then
 		flock 9
 	fi
 fi
-"build_$WHAT"
+case "$WHAT" in
+kernel) build_kernel ;;
+kernel-debug) build_kernel debug ;;
+tc) build_tc ;;
+esac

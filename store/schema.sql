@@ -228,7 +228,8 @@ CREATE TABLE IF NOT EXISTS probe_events (
     delivered     UINTEGER,
     total_retrans UINTEGER,
     pacing_rate   UBIGINT,              -- bytes per second
-    wbrto_max_cwnd UINTEGER,            -- WB-RTO state (patched kernel; 0 when off)
+    wbrto_cwnd    UINTEGER,             -- WB-RTO: the draw of the RTO in force (patched kernel)
+    wbrto_max_cwnd UINTEGER,
     wbrto_awnd    UINTEGER,
     wbrto_c10     UINTEGER,             -- penalty c, tenths
     wbrto_a10     UINTEGER,             -- weight a_i, tenths
@@ -242,6 +243,8 @@ UPDATE probe_events e
 SET side = CASE WHEN e.sport = f.src_port THEN 'sender' ELSE 'receiver' END
 FROM flows f
 WHERE e.side IS NULL AND e.flow IS NOT NULL AND f.run_id = e.run_id AND f.flow = e.flow;
+-- stores written before WB-RTO reported the cwnd of its draw
+ALTER TABLE probe_events ADD COLUMN IF NOT EXISTS wbrto_cwnd UINTEGER;
 -- stores written before studies: runs get their study and cell columns
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS study VARCHAR;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS cell VARCHAR;

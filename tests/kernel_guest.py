@@ -1,35 +1,42 @@
-"""Runs inside the micro-VM booted on the patched kernel (tests/test_kernel*.py
-and kernel-patches/experiments): builds a small testbed of network
-namespaces, runs the checks or experiments named on the command line and
-writes what it saw as JSON (and captures, tcp_probe traces) into OUT.
+"""Runs inside the micro-VM booted on the patched kernel (tests/test_kernel.py):
+builds a small testbed of network namespaces, runs the cases named on the
+command line and writes what it saw as JSON (with captures, tcp_probe traces
+and tc samples) into OUT. The host side checks it all.
 
     python3 kernel_guest.py OUT TC CASE [CASE...]
 
 TC is the patched tc (it knows the ngwa qdisc). Every namespace, qdisc and
-process lives inside the VM. Standard library only.
+process lives inside the VM. Standard library only, and tests/kernel_frames.py.
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
+import random
 import re
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
-OUT = Path(sys.argv[1])
+import kernel_frames as kf
+
+OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
 TC = sys.argv[2] if len(sys.argv) > 2 else "tc"
 TRACEFS = Path("/sys/kernel/tracing")
 PORT = 5201
 NAMESPACES = ("snd", "r1", "r2", "rcv")
 RESULTS: dict = {}
+UNSET = 0xFFFFFFFF
 
 
-def sh(*args, check=True, timeout=120) -> str:
+def sh(*args, check=True, timeout=180) -> str:
     done = subprocess.run([str(a) for a in args], capture_output=True, text=True,
                           timeout=timeout, check=False)
     if check and done.returncode != 0:
@@ -37,70 +44,121 @@ def sh(*args, check=True, timeout=120) -> str:
     return done.stdout
 
 
-def ns(name, *args, check=True, timeout=120) -> str:
+def ns(name, *args, check=True, timeout=180) -> str:
     return sh("ip", "netns", "exec", name, *args, check=check, timeout=timeout)
 
 
-def sysctl(name, key, value):
-    ns(name, "sysctl", "-q", "-w", f"{key}={value}")
+_LIBC = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+
+
+@contextlib.contextmanager
+def inside(name: str):
+    """This thread in network namespace @name: sockets made here stay in it,
+    /proc/sys/net and /proc/thread-self/net are its. Python started in a
+    namespace costs seconds under TCG; a thread that moves costs nothing."""
+    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    there = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if _LIBC.setns(there, CLONE_NEWNET):
+            raise OSError(ctypes.get_errno(), f"setns {name}")
+        yield
+    finally:
+        _LIBC.setns(home, CLONE_NEWNET)
+        os.close(home)
+        os.close(there)
+
+
+def sysctls(name, **values):
+    with inside(name):
+        for k, v in values.items():
+            Path(f"/proc/sys/net/ipv4/{k}").write_text(f"{v}\n")
 
 
 def read_sysctl(name, key) -> str:
-    return ns(name, "sysctl", "-n", key).strip()
+    with inside(name):
+        return Path("/proc/sys", *key.split(".")).read_text().strip()
 
 
 # --- the testbed: snd -- r1 -- r2 -- rcv -------------------------------------
 
+def batch(prog: list[str], lines: list[str], check=True) -> None:
+    """Many ip or tc commands in one process (`-batch -`): under TCG a
+    process costs a good part of a second."""
+    done = subprocess.run([*prog, "-batch", "-"], input="\n".join(lines) + "\n",
+                          capture_output=True, text=True, timeout=180)
+    if check and done.returncode:
+        raise RuntimeError(f"{' '.join(prog)} -batch: {done.stderr.strip()[:300]}")
+
+
 def teardown():
-    for n in NAMESPACES:
-        sh("ip", "netns", "del", n, check=False)
+    batch(["ip", "-force"], [f"netns del {n}" for n in NAMESPACES], check=False)
 
 
-def testbed(rate="10mbit", delay_ms=10, r1_limit=60000, r2_limit=45000,
-            r1_fd=False, r2_ngwa=True, r1_qdisc="ngwa"):
+LINKS = (("snd", "eth0", "10.0.1.1", "r1", "eth0", "10.0.1.254"),
+         ("r1", "eth1", "10.0.2.1", "r2", "eth0", "10.0.2.2"),
+         ("r2", "eth1", "10.0.3.254", "rcv", "eth0", "10.0.3.1"))
+ROUTES = {"snd": ["route add default via 10.0.1.254"],
+          "rcv": ["route add default via 10.0.3.254"],
+          "r1": ["route add 10.0.3.0/24 via 10.0.2.2", "route add 10.0.4.0/24 via 10.0.2.2"],
+          "r2": ["route add blackhole 10.0.4.0/24", "route add 10.0.1.0/24 via 10.0.2.1"]}
+ROUTES6 = {"snd": ["route add ::/0 via fd00:1::254"], "rcv": ["route add ::/0 via fd00:3::254"],
+           "r1": ["route add fd00:3::/64 via fd00:2::2"],
+           "r2": ["route add fd00:1::/64 via fd00:2::1"]}
+
+
+def testbed(rate="10mbit", delay_ms=10, r1_limit=60000, r2_limit=45000, r1_qdisc="ngwa",
+            r1_args="nofd", r2_ngwa=True, offloads=False, ipv6=False):
     """snd (10.0.1.1) -> r1 -> r2 -> rcv (10.0.3.1). r1's egress to r2 is the
-    bottleneck: TBF at @rate with a child queue (@r1_qdisc: ngwa or bfifo) of
-    @r1_limit bytes; r2's egress to rcv has an ngwa queue of @r2_limit bytes
-    (at the same rate, so it rarely fills). netem delays the ACKs by
-    @delay_ms on rcv's egress. One shell runs it all: process start-up is
-    what costs under TCG."""
+    bottleneck: TBF at @rate with a child queue (@r1_qdisc, ngwa with
+    @r1_args, or bfifo) of @r1_limit bytes; r2's egress to rcv has an ngwa
+    queue of @r2_limit bytes (at the same rate, so it rarely fills). netem
+    delays the ACKs by @delay_ms on rcv's egress. r2 drops 10.0.4.0/24 (a
+    sink for spoofed traffic). Offloads are off unless @offloads (then GRO
+    is on at every hop too); @ipv6 adds fd00:N::/64 addresses and routes."""
     teardown()
-    cmds = [f"ip netns add {n}" for n in NAMESPACES]
-    cmds += [f"ip -n {n} link set lo up" for n in NAMESPACES]
-    links = [("snd", "eth0", "10.0.1.1/24", "r1", "eth0", "10.0.1.254/24"),
-             ("r1", "eth1", "10.0.2.1/24", "r2", "eth0", "10.0.2.2/24"),
-             ("r2", "eth1", "10.0.3.254/24", "rcv", "eth0", "10.0.3.1/24")]
-    for a, ai, aa, b, bi, ba in links:
-        cmds += [f"ip link add {ai} netns {a} type veth peer name {bi} netns {b}",
-                 f"ip -n {a} addr add {aa} dev {ai}", f"ip -n {b} addr add {ba} dev {bi}",
-                 f"ip -n {a} link set {ai} up", f"ip -n {b} link set {bi} up"]
-    # one packet per segment from the sender, as on a real link
-    cmds += ["ip netns exec snd ethtool -K eth0 tso off gso off >/dev/null 2>&1 || true",
-             "ip -n snd route add default via 10.0.1.254",
-             "ip -n rcv route add default via 10.0.3.254",
-             "ip -n r1 route add 10.0.3.0/24 via 10.0.2.2",
-             "ip -n r2 route add 10.0.1.0/24 via 10.0.2.1",
-             "ip netns exec r1 sysctl -qw net.ipv4.ip_forward=1",
-             "ip netns exec r2 sysctl -qw net.ipv4.ip_forward=1",
-             f"{TC} -n r1 qdisc add dev eth1 root handle 1: tbf rate {rate} burst 3000 "
-             f"limit 3000"]
-    if r1_qdisc == "ngwa":
-        cmds.append(f"{TC} -n r1 qdisc add dev eth1 parent 1:1 handle 10: ngwa "
-                    f"limit {r1_limit} {'fd' if r1_fd else 'nofd'}")
-    else:
-        cmds.append(f"{TC} -n r1 qdisc add dev eth1 parent 1:1 handle 10: {r1_qdisc} "
-                    f"limit {r1_limit}")
+    batch(["ip"], [f"netns add {n}" for n in NAMESPACES] +
+          [f"link add {ai} netns {a} type veth peer name {bi} netns {b}"
+           for a, ai, _, b, bi, _ in LINKS])
+    ip = {n: ["link set lo up"] for n in NAMESPACES}
+    shell = {n: [] for n in NAMESPACES}
+    feats = "tso on gso on gro on" if offloads else "tso off gso off gro off"
+    for net, (a, ai, aa, b, bi, ba) in enumerate(LINKS, 1):
+        for n, dev, addr in ((a, ai, aa), (b, bi, ba)):
+            ip[n] += [f"addr add {addr}/24 dev {dev}", f"link set {dev} up"]
+            if ipv6:
+                ip[n].append(f"addr add fd00:{net}::{addr.split('.')[-1]}/64 dev {dev} nodad")
+            shell[n].append(f"ethtool -K {dev} {feats} >/dev/null 2>&1 || true")
+    for n in NAMESPACES:
+        batch(["ip", "-n", n], ip[n] + ROUTES[n] + (ROUTES6[n] if ipv6 else []))
+    for r in ("r1", "r2"):
+        shell[r] += ["sysctl -qw net.ipv4.ip_forward=1",
+                     "sysctl -qw net.ipv6.conf.all.forwarding=1"]
+    for n in NAMESPACES:
+        ns(n, "sh", "-ec", "\n".join(shell[n]))
+    r1 = [f"qdisc add dev eth1 root handle 1: tbf rate {rate} burst 3000 limit 3000",
+          f"qdisc add dev eth1 parent 1:1 handle 10: {r1_qdisc} limit {r1_limit} "
+          f"{r1_args if r1_qdisc == 'ngwa' else ''}"]
+    batch([TC, "-n", "r1"], r1)
     if r2_ngwa:
-        cmds.append(f"{TC} -n r2 qdisc add dev eth1 root ngwa limit {r2_limit}")
-    cmds.append(f"{TC} -n rcv qdisc add dev eth0 root netem delay {delay_ms}ms")
-    sh("sh", "-ec", "\n".join(cmds))
+        batch([TC, "-n", "r2"], [f"qdisc add dev eth1 root ngwa limit {r2_limit}"])
+    batch([TC, "-n", "rcv"], [f"qdisc add dev eth0 root netem delay {delay_ms}ms"])
 
 
-def sysctls(name, **values):
-    ns(name, "sysctl", "-qw", *(f"net.ipv4.{k}={v}" for k, v in values.items()))
+def r1_queue(qdisc="ngwa", limit=60000, args="nofd"):
+    """A new queue under r1's shaper (new counters, new flow table: replacing
+    a queue of the same kind would only change its parameters)."""
+    batch([TC, "-n", "r1"], ["qdisc del dev eth1 parent 1:1 handle 10:",
+                             f"qdisc add dev eth1 parent 1:1 handle 10: {qdisc} "
+                             f"limit {limit} {args if qdisc == 'ngwa' else ''}"])
 
 
-def ngwa_mode(mode: int, who=("snd", "rcv")):
+MODES = {1: (True, False, False), 2: (True, True, False), 3: (False, False, False),
+         4: (False, True, False), 5: (True, False, True), 6: (True, True, True),
+         7: (False, False, True), 8: (False, True, True)}
+
+
+def ngwa_mode(mode: int, who=("snd", "rcv")) -> bool:
     """The paper's Table 1: mode -> (congestion window, smoothing, flow division)."""
     cw, se, fd = MODES[mode]
     for n in who:
@@ -109,40 +167,42 @@ def ngwa_mode(mode: int, who=("snd", "rcv")):
     return fd
 
 
-MODES = {1: (True, False, False), 2: (True, True, False), 3: (False, False, False),
-         4: (False, True, False), 5: (True, False, True), 6: (True, True, True),
-         7: (False, False, True), 8: (False, True, True)}
-
-
 # --- tools ----------------------------------------------------------------------
 
 class Capture:
-    """tcpdump of the TCP headers on one interface of one namespace."""
+    """tcpdump of one interface of one namespace (headers only)."""
 
-    def __init__(self, name, iface, path):
+    def __init__(self, name, iface, path, filt="tcp", snaplen=128):
         self.path = path
         self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", name, "tcpdump", "-i", iface, "-s", "120", "-U", "-n",
-             "-w", str(path), "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        # tcpdump says "listening on" once it captures
-        line = self.proc.stderr.readline()
+            ["ip", "netns", "exec", name, "tcpdump", "-i", iface, "-s", str(snaplen), "-U",
+             "--immediate-mode", "-n", "-B", "8192", "-w", str(path), filt],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE)
+        line = self.proc.stderr.readline()     # "listening on" once it captures
         if b"listening" not in line:
             raise RuntimeError(f"tcpdump: {line!r}")
 
-    def stop(self):
+    def stop(self) -> str:
+        # tcpdump drops what it has not read yet when signalled, and under a
+        # debug kernel it can lag the traffic by seconds: wait until its file
+        # (written packet by packet, -U) stops growing
+        size, end = -1, time.monotonic() + 60
+        while time.monotonic() < end and size != self.path.stat().st_size:
+            size = self.path.stat().st_size
+            time.sleep(0.5)
         self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(timeout=30)
+        _, err = self.proc.communicate(timeout=60)
+        return err.decode(errors="replace")
 
 
 class Probe:
     """tcp:tcp_probe events of port PORT, from the top-level trace buffer.
 
     The event is enabled on the kernel command line (trace_event=tcp:tcp_probe,
-    see tests/test_kernel.py), not here: enabling or disabling a tracepoint
-    patches kernel text (text_poke_bp), and under QEMU TCG with two vCPUs a
-    CPU running the site being patched now and then takes the int3 as an
-    oops. Starting and stopping is tracing_on and a filter, which patch
-    nothing."""
+    tests/test_kernel.py): enabling a tracepoint at run time patches kernel
+    text, which under TCG with two vCPUs now and then ends in an oops. Starting
+    and stopping is tracing_on and a filter, which patch nothing."""
 
     def __init__(self):
         if not (TRACEFS / "events").is_dir():
@@ -181,11 +241,53 @@ def parse_probe(text: str) -> list[dict]:
     return events
 
 
-def in_flight(ev: dict) -> int:
-    """Segments in the network, as tcp_packets_in_flight() counts them: the
-    ones cwnd bounds. packets_out alone also counts segments SACKed or marked
-    lost, so it exceeds cwnd throughout a recovery."""
-    return ev["packets_out"] - ev["sacked_out"] - ev["lost_out"] + ev["retrans_out"]
+class TcSampler:
+    """`tc -s -j qdisc show` of one device, sampled in a thread by one tc
+    reading its commands from a pipe (a process each would take a second
+    under TCG): each sample is (time before, time after, the qdiscs as tc
+    printed them)."""
+
+    def __init__(self, name, dev, period=0.05):
+        self.command = f"qdisc show dev {dev}\n"
+        self.tc = subprocess.Popen(["stdbuf", "-oL", TC, "-n", name, "-s", "-j", "-batch", "-"],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.period, self.samples, self.halt = period, [], threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while not self.halt.is_set():
+            t0 = time.time()
+            self.tc.stdin.write(self.command)
+            self.tc.stdin.flush()
+            line = self.tc.stdout.readline()
+            self.samples.append({"t0": t0, "t1": time.time(), "qdiscs": json.loads(line)})
+            self.halt.wait(self.period)
+
+    def stop(self) -> list[dict]:
+        self.halt.set()
+        self.thread.join(timeout=60)
+        self.tc.stdin.close()
+        self.tc.wait(timeout=30)
+        return self.samples
+
+
+def ngwa_of(qdiscs: list[dict]) -> dict:
+    return next(q for q in qdiscs if q.get("kind") == "ngwa")
+
+
+def wait_listening(name="rcv", port=PORT, timeout=60.0):
+    """Until a socket in @name listens on @port (state 0A in /proc/net/tcp*)."""
+    end = time.monotonic() + timeout
+    want = f":{port:04X} "
+    while time.monotonic() < end:
+        with inside(name):
+            tables = [Path(f"/proc/thread-self/net/{t}").read_text() for t in ("tcp", "tcp6")]
+        if any(want in line and line.split()[3] == "0A"
+               for table in tables for line in table.splitlines()[1:]):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on port {port} in {name}")
 
 
 def iperf(seconds=4, parallel=1, extra=()):
@@ -196,102 +298,31 @@ def iperf(seconds=4, parallel=1, extra=()):
     wait_listening()
     try:
         out = ns("snd", "iperf3", "-c", "10.0.3.1", "-p", PORT, "-t", seconds,
-                 "-P", parallel, "-J", *extra, timeout=seconds * 4 + 60)
+                 "-P", parallel, "-J", *extra, timeout=seconds * 6 + 120)
     finally:
         try:
-            server.wait(timeout=10)
+            server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
     return json.loads(out)
 
 
-def wait_listening(timeout=30.0):
-    """Until something in rcv listens on PORT."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if f":{PORT}" in ns("rcv", "ss", "-Hltn", check=False):
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"nothing listens on port {PORT} in rcv")
-
-
-def bulk(seconds=4, flows=1) -> list[int]:
-    """Plain TCP bulk flows snd -> rcv (no control connection, unlike
-    iperf3): bytes received per flow."""
-    sink = subprocess.Popen(["ip", "netns", "exec", "rcv", sys.executable, __file__, "--sink",
-                             str(flows)], stdout=subprocess.PIPE, text=True)
-    wait_listening()
-    ns("snd", sys.executable, __file__, "--source", str(flows), str(seconds),
-       timeout=seconds * 4 + 60)
-    out, _ = sink.communicate(timeout=60)
-    return json.loads(out)
-
-
-def _sink(flows: int):
-    import threading
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("0.0.0.0", PORT))
-    srv.listen(flows)
-    got = [0] * flows
-
-    def drain(i, conn):
-        while True:
-            data = conn.recv(1 << 16)
-            if not data:
-                break
-            got[i] += len(data)
-        conn.close()
-
-    threads = []
-    for i in range(flows):
-        conn, _ = srv.accept()
-        t = threading.Thread(target=drain, args=(i, conn))
-        t.start()
-        threads.append(t)
-    for t in threads:
-        t.join()
-    print(json.dumps(got))
-
-
-def _source(flows: int, seconds: float):
-    import threading
-    buf = b"\0" * (1 << 16)
-    end = time.monotonic() + seconds
-
-    def pump():
-        c = socket.create_connection(("10.0.3.1", PORT))
-        while time.monotonic() < end:
-            c.sendall(buf)
-        c.close()
-
-    threads = [threading.Thread(target=pump) for _ in range(flows)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-
 def iperf_summary(doc) -> dict:
     if "streams" not in doc.get("end", {}):
         raise RuntimeError(f"iperf3: {doc.get('error', 'no result')}")
-    streams = []
-    for s in doc["end"]["streams"]:
-        snd = s["sender"]
-        rcv = s.get("receiver", {})
-        streams.append({"bytes": snd["bytes"], "retransmits": snd.get("retransmits", 0),
-                        "rcv_bps": rcv.get("bits_per_second", 0.0)})
-    return {"streams": streams}
+    return {"streams": [{"bytes": s["sender"]["bytes"],
+                         "retransmits": s["sender"].get("retransmits", 0)}
+                        for s in doc["end"]["streams"]]}
 
 
 def qdisc_stats(name, dev) -> str:
-    return ns(name, TC, "-s", "qdisc", "show", "dev", dev)
+    return sh(TC, "-n", name, "-s", "qdisc", "show", "dev", dev)
 
 
 def netstat(name=None) -> dict:
-    text = (ns(name, "cat", "/proc/net/netstat") if name
-            else Path("/proc/net/netstat").read_text())
+    with inside(name) if name else contextlib.nullcontext():
+        text = Path("/proc/thread-self/net/netstat").read_text()
     lines = text.splitlines()
     values = {}
     for head, vals in zip(lines[::2], lines[1::2]):
@@ -301,104 +332,446 @@ def netstat(name=None) -> dict:
     return values
 
 
+class BpfTrace:
+    """bpftrace printing, at each tcp_probe event of a sender socket to PORT,
+    its local port, srtt_us, rttvar_us, icsk_rto (jiffies) and icsk_backoff,
+    read from the socket itself (BTF): the RTO's inputs and result, from
+    outside the code that computes them."""
+
+    PROGRAM = """rawtracepoint:tcp_probe
+{
+    $sk = (struct sock *)arg0;
+    if ($sk->__sk_common.skc_dport == %d) {
+        $tp = (struct tcp_sock *)arg0;
+        $icsk = (struct inet_connection_sock *)arg0;
+        printf("%%u %%u %%u %%u %%u\\n", $sk->__sk_common.skc_num, $tp->srtt_us,
+               $tp->rttvar_us, $icsk->icsk_rto, $icsk->icsk_backoff);
+    }
+}"""
+
+    def __init__(self, path: Path, timeout=300.0):
+        self.path = path
+        port_be = struct.unpack("<H", struct.pack(">H", PORT))[0]
+        self.out = open(path, "w")
+        self.proc = subprocess.Popen(["bpftrace", "-e", self.PROGRAM % port_be],
+                                     stdout=self.out, stderr=subprocess.PIPE)
+        end = time.monotonic() + timeout      # LLVM compiles the program first
+        while "Attaching" not in path.read_text():
+            if self.proc.poll() is not None or time.monotonic() > end:
+                raise RuntimeError(f"bpftrace: {self.proc.stderr.read().decode()[-500:]}")
+            time.sleep(0.5)
+
+    def stop(self) -> list[list[int]]:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(timeout=120)
+        self.out.close()
+        return [list(map(int, line.split())) for line in self.path.read_text().splitlines()
+                if re.fullmatch(r"\d+( \d+){4}", line)]
+
+
+# --- traffic made in this process, its sockets in the namespaces ----------------
+
+def in_thread(fn, *args) -> threading.Thread:
+    t = threading.Thread(target=fn, args=args, daemon=True)
+    t.start()
+    return t
+
+
+class Sink:
+    """A server in @name accepting @flows connections and draining them;
+    result() is the bytes of each, once all have closed."""
+
+    def __init__(self, flows=1, port=PORT, family=socket.AF_INET, name="rcv"):
+        with inside(name):
+            self.srv = socket.socket(family, socket.SOCK_STREAM)
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind(("::" if family == socket.AF_INET6 else "0.0.0.0", port))
+        self.srv.listen(flows)
+        self.got = [0] * flows
+        self.thread = in_thread(self._serve, flows)
+
+    def _serve(self, flows):
+        drains = []
+        for i in range(flows):
+            conn, _ = self.srv.accept()
+            drains.append(in_thread(self._drain, i, conn))
+        for t in drains:
+            t.join()
+        self.srv.close()
+
+    def _drain(self, i, conn):
+        try:
+            while data := conn.recv(1 << 16):
+                self.got[i] += len(data)
+        except ConnectionResetError:
+            pass
+        conn.close()
+
+    def result(self, timeout=300.0) -> list[int]:
+        self.thread.join(timeout)
+        return self.got
+
+
+def connect(dst: str, port: int = PORT, name: str = "snd") -> socket.socket:
+    family = socket.AF_INET6 if ":" in dst else socket.AF_INET
+    with inside(name):
+        c = socket.socket(family, socket.SOCK_STREAM)
+    c.connect((dst, port))
+    return c
+
+
+def pump(seconds: float, dst="10.0.3.1", port=PORT, stop: threading.Event | None = None):
+    """A connection sending as fast as it can for @seconds, or until @stop."""
+    c, buf = connect(dst, port), b"\0" * (1 << 16)
+    end = time.monotonic() + seconds
+    try:
+        while time.monotonic() < end and not (stop and stop.is_set()):
+            c.sendall(buf)
+    except OSError:
+        pass                              # its path went down, on purpose
+    c.close()
+
+
+def bulk(seconds=4, flows=1) -> list[int]:
+    """Plain TCP bulk flows snd -> rcv (no control connection, unlike
+    iperf3): bytes received per flow."""
+    sink = Sink(flows)
+    pumps = [in_thread(pump, seconds) for _ in range(flows)]
+    for t in pumps:
+        t.join()
+    return sink.result()
+
+
+def _unacked(sock) -> int:
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    return struct.unpack_from("I", info, 24)[0]      # tcpi_unacked
+
+
+def ngwa_ip_options(value: int) -> bytes:
+    return bytes([33, 6]) + value.to_bytes(4, "big") + b"\0\0"
+
+
+def option_sender(spec: str):
+    """One 100-byte segment per value of @spec (comma-separated: a number,
+    'unset', or 'none' for no option), the NGWA option set on the socket with
+    IP_OPTIONS; each waits for its ACK before the next."""
+    c = connect("10.0.3.1")
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for item in spec.split(","):
+        opts = b"" if item == "none" else ngwa_ip_options(UNSET if item == "unset"
+                                                          else int(item))
+        c.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, opts)
+        c.sendall(b"v" * 100)
+        end = time.monotonic() + 10
+        while _unacked(c) and time.monotonic() < end:
+            time.sleep(0.005)
+    time.sleep(0.3)
+    c.close()
+
+
+def reply_sink(size: int, wait: float):
+    """Accept one connection, read @size bytes, wait @wait seconds and send
+    one byte back: the window of that byte is built after the wait."""
+    with inside("rcv"):
+        srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", PORT))
+    srv.listen(1)
+
+    def serve():
+        conn, _ = srv.accept()
+        got = 0
+        while got < size:
+            got += len(conn.recv(1 << 16))
+        time.sleep(wait)
+        conn.sendall(b"r")
+        while conn.recv(1 << 16):
+            pass
+        srv.close()
+
+    return in_thread(serve)
+
+
+def reply_source(size: int, value: int):
+    """@size bytes, every segment with NGWA @value; then wait for the reply."""
+    c = connect("10.0.3.1")
+    c.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, ngwa_ip_options(value))
+    c.sendall(b"v" * size)
+    c.settimeout(60)
+    c.recv(1)
+    c.close()
+
+
+def disconnect(sock):
+    """connect(AF_UNSPEC): the socket goes back to the closed state."""
+    addr = struct.pack("H14x", socket.AF_UNSPEC)
+    if _LIBC.connect(sock.fileno(), addr, len(addr)) != 0:
+        raise OSError(ctypes.get_errno(), "connect(AF_UNSPEC)")
+
+
+def mapped_then_v6(seconds: float, port: int) -> list[int]:
+    """One AF_INET6 socket: connected to the receiver's v4-mapped address
+    (it gets NGWA), disconnected, then connected to its IPv6 address; it
+    sends for @seconds each time. The bytes sent each time."""
+    with inside("snd"):
+        c = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    sent = []
+    for addr in ("::ffff:10.0.3.1", "fd00:3::1"):
+        c.connect((addr, port))
+        n, end = 0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            n += c.send(b"m" * 65536)
+        sent.append(n)
+        if addr.startswith("::ffff"):
+            time.sleep(0.5)
+            disconnect(c)
+    c.close()
+    return sent
+
+
+def packet_socket(name: str, dev: str) -> socket.socket:
+    with inside(name):
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((dev, 0))
+    return s
+
+
+def mac(name: str, dev: str) -> bytes:
+    with inside(name):
+        text = Path(f"/sys/class/net/{dev}/address").read_text()
+    return bytes.fromhex(text.strip().replace(":", ""))
+
+
+def hostile_routed(count: int, seed: int) -> dict:
+    """@count hostile frames from snd's eth0 to r1 (IPv4 input, forwarding,
+    the ngwa qdisc, r2, then rcv's TCP or r2's blackhole), by category."""
+    rng, sock = random.Random(seed), packet_socket("snd", "eth0")
+    dst, src = mac("r1", "eth0"), mac("snd", "eth0")
+    pool = [kf.routed_frame(rng, "10.0.1.1", ["10.0.3.1", "10.0.4.7"], dst, src,
+                            (40000, PORT)) for _ in range(5000)]
+    counts: dict = {}
+    for i in range(count):
+        cat, frame = pool[i] if i < len(pool) else pool[rng.randrange(len(pool))]
+        try:
+            sock.send(frame)
+        except OSError:
+            cat = "refused_by_packet_socket"
+        counts[cat] = counts.get(cat, 0) + 1
+    sock.close()
+    return counts
+
+
+def hostile_qdisc(count: int, seed: int) -> dict:
+    """@count frames of garbage handed to r1's eth1, straight into its ngwa
+    qdisc (a packet socket's frames take the qdisc, not IPv4's checks)."""
+    rng, sock = random.Random(seed), packet_socket("r1", "eth1")
+    dst, src = mac("r2", "eth0"), mac("r1", "eth1")
+    pool = [kf.garbage_frame(rng, dst, src, "10.0.1.1", "10.0.4.9") for _ in range(5000)]
+    sent = 0
+    for i in range(count):
+        try:
+            sock.send(pool[i % len(pool)])
+            sent += 1
+        except OSError:
+            pass
+    sock.close()
+    return {"sent": sent}
+
+
+def hostile_copies(count: int, seed: int) -> dict:
+    """@count copies of the data segments a real connection (port PORT) sends
+    from snd, in window for the receiver, with hostile IPv4 options in place
+    of their own."""
+    rng = random.Random(seed)
+    with inside("snd"):
+        rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+        rx.bind(("eth0", 0))
+    rx.settimeout(30)            # the real connection stalled: an error, not a hang
+    tx = packet_socket("snd", "eth0")
+    sent = 0
+    while sent < count:
+        frame, addr = rx.recvfrom(2048)
+        if addr[2] != socket.PACKET_OUTGOING or len(frame) < 54:
+            continue
+        ip = frame[14:]
+        ihl = (ip[0] & 0xF) * 4
+        if ip[9] != 6 or struct.unpack("!H", ip[ihl + 2:ihl + 4])[0] != PORT:
+            continue
+        segment = ip[ihl:struct.unpack("!H", ip[2:4])[0]]
+        if len(segment) <= 32:
+            continue
+        for _ in range(8):
+            _, opts = kf.hostile_options(rng)
+            tx.send(frame[:14] + kf.ipv4("10.0.1.1", "10.0.3.1", segment, opts[:40],
+                                        ident=rng.getrandbits(16)))
+            sent += 1
+    rx.close()
+    tx.close()
+    return {"sent": sent}
+
+
+def spoof(count: int, completed: int, seed: int) -> dict:
+    """@count SYNs from spoofed sources in 10.0.1.0/24 to 10.0.4.0/24 (r2
+    drops them); the first @completed followed by the segment that completes
+    an opening (ACK, sequence number next to the SYN's)."""
+    rng, sock = random.Random(seed), packet_socket("snd", "eth0")
+    macs = (mac("r1", "eth0"), mac("snd", "eth0"))
+    for i in range(count):
+        src, dst = f"10.0.1.{rng.randint(2, 250)}", f"10.0.4.{rng.randint(1, 254)}"
+        sport, dport, seq = rng.randint(1024, 65535), rng.randint(1, 65535), rng.getrandbits(32)
+        sock.send(kf.syn(src, dst, sport, dport, seq, macs))
+        if i < completed:
+            sock.send(kf.syn(src, dst, sport, dport, seq + 1, macs, flags=0x10))
+    sock.close()
+    return {"syns": count, "completed": completed}
+
+
 # --- cases ----------------------------------------------------------------------
 
+KNOBS = ("tcp_ngwa", "tcp_ngwa_cwnd", "tcp_ngwa_smooth", "tcp_ngwa_alpha", "tcp_ngwa_hold_ms",
+         "tcp_ngwa_option", "tcp_wbrto", "tcp_wbrto_scale", "tcp_wbrto_unit_ms",
+         "tcp_wbrto_awnd_gain", "tcp_wbrto_thresholds", "tcp_wbrto_cutoffs",
+         "tcp_wbrto_weights")
+# (sysctl, value written) in a namespace of their own: refused or taken
+KNOB_WRITES = (("tcp_ngwa_option", "34"), ("tcp_ngwa_option", "161"),
+               ("tcp_ngwa_option", "94"), ("tcp_ngwa_option", "222"),
+               ("tcp_wbrto_thresholds", "10 5 30"), ("tcp_wbrto_thresholds", "3 6 12"),
+               ("tcp_wbrto_cutoffs", "800 700"), ("tcp_wbrto_cutoffs", "400 800"),
+               ("tcp_wbrto_weights", "10 20 30 40"), ("tcp_wbrto_weights", "40 30 20 10"),
+               ("tcp_wbrto_weights", "300 30 20 10"), ("tcp_wbrto_scale", "4"),
+               ("tcp_ngwa_hold_ms", "60001"), ("tcp_wbrto_awnd_gain", "0"))
+TC_WRITES = ("option 94", "option 34", "flows 0", "flows 20000", "timeout 0", "limit 0")
+
+
 def case_basic():
-    """Tracepoint format, sysctl defaults, variants, BTF, the qdisc in tc."""
+    """The tracepoint's format, the sysctls (defaults, refused values), the
+    variants, BTF, the qdisc's parameters in tc."""
     if not (TRACEFS / "events").is_dir():
         sh("mount", "-t", "tracefs", "nodev", str(TRACEFS), check=False)
     fmt = (TRACEFS / "events" / "tcp" / "tcp_probe" / "format").read_text()
     names = re.findall(r"field:[^;]*?\b(\w+)(?:\[[^\]]*\])?;", fmt)
-    sysctls = {k: Path(f"/proc/sys/net/ipv4/{k}").read_text().strip()
-               for k in ("tcp_ngwa", "tcp_ngwa_cwnd", "tcp_ngwa_smooth", "tcp_ngwa_alpha",
-                         "tcp_wbrto", "tcp_wbrto_scale", "tcp_wbrto_unit_ms")}
+    defaults = {k: " ".join(Path(f"/proc/sys/net/ipv4/{k}").read_text().split())
+                for k in KNOBS}
+    sh("ip", "netns", "add", "knobs")
+    writes = []
+    for key, value in KNOB_WRITES:
+        with inside("knobs"):
+            path = Path(f"/proc/sys/net/ipv4/{key}")
+            try:
+                path.write_text(value + "\n")
+                status = 0
+            except OSError as exc:
+                status = exc.errno
+            writes.append([key, value, status, " ".join(path.read_text().split())])
+    sh("ip", "netns", "del", "knobs")
     sh("ip", "link", "add", "d0", "type", "dummy")
-    sh(TC, "qdisc", "add", "dev", "d0", "root", "ngwa", "limit", "50kb", "fd")
+    sh(TC, "qdisc", "add", "dev", "d0", "root", "ngwa", "limit", "50kb", "fd", "flows", "100",
+       "timeout", "2s")
     shown = sh(TC, "-s", "qdisc", "show", "dev", "d0")
-    bad = subprocess.run([TC, "qdisc", "replace", "dev", "d0", "root", "ngwa", "limit", "0"],
-                         capture_output=True, text=True, check=False)
+    tc_writes = []
+    for args in TC_WRITES:
+        done = subprocess.run([TC, "qdisc", "change", "dev", "d0", "root", "ngwa",
+                               *args.split()], capture_output=True, text=True)
+        tc_writes.append([args, done.returncode, done.stderr.strip(),
+                          sh(TC, "qdisc", "show", "dev", "d0").strip()])
     sh("ip", "link", "del", "d0")
     RESULTS["basic"] = {
         "format_fields": names,
         "print_fmt": fmt.split("print fmt:", 1)[1].strip(),
-        "sysctls": sysctls,
+        "sysctls": defaults,
+        "knob_writes": writes,
         "available_cc": Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .read_text().split(),
         "btf": Path("/sys/kernel/btf/vmlinux").is_file(),
         "release": os.uname().release,
         "tc_show": shown,
-        "tc_bad_limit": [bad.returncode, bad.stderr.strip()],
+        "tc_writes": tc_writes,
     }
 
 
-def _ip_header(options: bytes, src="127.0.0.1", dst="127.0.0.1", payload=b"") -> bytes:
-    ihl = 5 + (len(options) + 3) // 4
-    options = options + b"\x00" * (ihl * 4 - 20 - len(options))
-    total = ihl * 4 + len(payload)
-    hdr = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, total, 0x1234, 0, 64,
-                      socket.IPPROTO_TCP, 0, socket.inet_aton(src), socket.inet_aton(dst))
-    hdr = hdr + options
-    csum = _checksum(hdr)
-    return hdr[:10] + struct.pack("!H", csum) + hdr[12:] + payload
-
-
-def _checksum(data: bytes) -> int:
-    if len(data) % 2:
-        data += b"\x00"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
-def _tcp_syn(sport=40000, dport=9) -> bytes:
-    # checksum left 0: these packets only have to reach IPv4 option parsing
-    return struct.pack("!HHIIBBHHH", sport, dport, 1, 0, 5 << 4, 0x02, 1024, 0, 0)
-
-
 def case_malformed():
-    """Malformed NGWA options from a raw socket: ignored, counted, no splat."""
-    good = bytes([33, 6]) + (1000).to_bytes(4, "big")
+    """Malformed NGWA options from a raw socket to 127.0.0.1: each one
+    counted once in TcpExtNGWABadOption, the well-formed one not."""
+    good = kf.ngwa(1000)
     cases = {
-        # option 33 with lengths 2..5 and 7, 8, 12 that fit in the header
         **{f"len{n}": bytes([33, n]) + b"\x00" * (n - 2) for n in (2, 3, 4, 5, 7, 8, 12)},
-        # length runs past the end of the options area (truncated)
         "truncated": bytes([1, 1, 33, 6]),
         "truncated_type_only": bytes([1, 1, 1, 33]),
         "length_past_header": bytes([33, 40, 0, 0]),
-        # the right option twice
         "repeated": good + bytes([1, 1]) + good,
         "len0": bytes([33, 0, 0, 0]),
         "len1": bytes([33, 1, 0, 0]),
     }
-    # ignored and counted, or (truncated) dropped by IPv4 as any bad option
+    syn = kf.tcp(40000, 9, 1, 0, 0x02)
     sock = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
     before = netstat()
-    dmesg_before = sh("dmesg")
-    sent = {}
-    for name, opt in cases.items():
+    for opt in cases.values():
         for _ in range(3):
-            sock.sendto(_ip_header(opt, payload=_tcp_syn()), ("127.0.0.1", 0))
-        sent[name] = 3
-    # and a well-formed one, which is not counted
-    sock.sendto(_ip_header(good, payload=_tcp_syn()), ("127.0.0.1", 0))
+            sock.sendto(kf.ipv4("127.0.0.1", "127.0.0.1", syn, opt), ("127.0.0.1", 0))
+    sock.sendto(kf.ipv4("127.0.0.1", "127.0.0.1", syn, good), ("127.0.0.1", 0))
     sock.close()
     time.sleep(0.5)
-    after = netstat()
-    dmesg_after = sh("dmesg")
-    new = dmesg_after[len(dmesg_before):] if dmesg_after.startswith(dmesg_before) \
-        else dmesg_after
     RESULTS["malformed"] = {
-        "sent": sent,
-        "bad_counted": after.get("TcpExtNGWABadOption", -1)
+        "sent": {name: 3 for name in cases},
+        "bad_counted": netstat().get("TcpExtNGWABadOption", -1)
         - before.get("TcpExtNGWABadOption", 0),
-        "dmesg_new": new,
-        "alive": Path("/proc/version").read_text().startswith("Linux"),
     }
 
 
-def _ngwa_values(events):
-    return [e["ngwa_window"] for e in events if e.get("ngwa_window")]
+# the NGWA values a sender sets, segment by segment, for the receiver's eq. (4):
+# 'unset' and 'none' (no option) release the receiver's window; 0 is the
+# value that, kept for ever, held a connection at the floor
+SMOOTH_SPEC = ("40000,20000,60000,1000,30000,unset,50000,10000,none,5000,0,25000,unset,"
+               "45000,3000,3000,70000,65535,none")
+
+
+def case_smooth():
+    """A known sequence of NGWA values (set with IP_OPTIONS on the sender),
+    received with and without smoothing: the receiver's window, event by
+    event from tcp_probe, and its releases."""
+    out = {}
+    testbed(r1_qdisc="bfifo", r2_ngwa=False)
+    for label, smooth, alpha in (("a300", 1, 300), ("a700", 1, 700), ("plain", 0, 300)):
+        sysctls("rcv", tcp_ngwa=1, tcp_ngwa_smooth=smooth, tcp_ngwa_alpha=alpha,
+                tcp_ngwa_hold_ms=0)
+        before = netstat("rcv")
+        sink = Sink()
+        probe = Probe()
+        option_sender(SMOOTH_SPEC)
+        sink.result()
+        events = probe.stop()
+        after = netstat("rcv")
+        rcv = [e for e in events if e["src"].endswith(f":{PORT}") and e["data_len"] > 0]
+        out[label] = {
+            "smooth": smooth, "alpha": alpha, "spec": SMOOTH_SPEC.split(","),
+            "ngwa_window": [e["ngwa_window"] for e in rcv],
+            "data_len": [e["data_len"] for e in rcv],
+            "released": after["TcpExtNGWARelease"] - before["TcpExtNGWARelease"],
+            "received": after["TcpExtNGWARcvOption"] - before["TcpExtNGWARcvOption"],
+        }
+    teardown()
+    RESULTS["smooth"] = out
+
+
+def case_age():
+    """A sender holds the receiver at NGWA 3000 for 300 kB, then the receiver
+    waits 1.5 s and sends a byte: with tcp_ngwa_hold_ms 500 the value has aged
+    out by then, with 0 it holds."""
+    out = {}
+    testbed(r1_qdisc="bfifo", r2_ngwa=False)
+    for hold in (500, 0):
+        sysctls("rcv", tcp_ngwa=1, tcp_ngwa_hold_ms=hold)
+        before = netstat("rcv")
+        cap = Capture("rcv", "eth0", OUT / f"age_{hold}.pcap")
+        sink = reply_sink(300000, 1.5)
+        reply_source(300000, 3000)
+        sink.join(timeout=120)
+        cap.stop()
+        after = netstat("rcv")
+        out[str(hold)] = {"released": after["TcpExtNGWARelease"] - before["TcpExtNGWARelease"],
+                          "mss": 1448, "value": 3000}
+    teardown()
+    RESULTS["age"] = out
 
 
 def case_ngwa():
@@ -418,7 +791,6 @@ def case_ngwa():
         "r2_stats": qdisc_stats("r2", "eth1"),
         "probe_rcv": [e for e in events if e.get("src", "").endswith(f":{PORT}")],
         "netstat_rcv": netstat("rcv"),
-        "mss_snd": read_sysctl("snd", "net.ipv4.tcp_ngwa"),
     }
     teardown()
 
@@ -430,125 +802,280 @@ def case_insert():
     cap = Capture("rcv", "eth0", OUT / "insert_rcv.pcap")
     doc = iperf(seconds=3, extra=("-M", "1200"))
     cap.stop()
-    RESULTS["insert"] = {"iperf": iperf_summary(doc),
-                         "r1_stats": qdisc_stats("r1", "eth1")}
+    RESULTS["insert"] = {"iperf": iperf_summary(doc), "r1_stats": qdisc_stats("r1", "eth1")}
+    teardown()
+
+
+def case_backlog():
+    """Two flows through r1's ngwa queue (no flow division), captured where
+    they enter r1 and where they leave it, and its `tc -s` statistics sampled
+    meanwhile: the host rebuilds the queue's backlog from both captures and
+    holds each value written to it and to tc's samples."""
+    testbed(r1_limit=60000, r2_ngwa=False)
+    ngwa_mode(1)
+    filt = "tcp and src host 10.0.1.1"
+    cap_in = Capture("r1", "eth0", OUT / "backlog_in.pcap", filt=filt)
+    cap_out = Capture("r1", "eth1", OUT / "backlog_out.pcap", filt=filt)
+    sampler = TcSampler("r1", "eth1", period=0.02)
+    doc = iperf(seconds=6, parallel=2)
+    samples = sampler.stop()
+    drops = [cap_in.stop(), cap_out.stop()]
+    (OUT / "backlog_tc.json").write_text(json.dumps(samples))
+    RESULTS["backlog"] = {"iperf": iperf_summary(doc), "limit": 60000,
+                          "stats": qdisc_stats("r1", "eth1"), "tcpdump": drops}
     teardown()
 
 
 def case_fd():
-    """Flow division: one flow, then two, through r1 with fd (mode 5)."""
+    """Flow division: one flow, then two, through r1 with fd (mode 5); the
+    flows tc counts meanwhile and after they close; then a flow whose link
+    goes down, so that no FIN or RST crosses r1 (timeout 2 s)."""
     out = {}
+    testbed(r1_limit=60000, r2_ngwa=False, r1_args="fd")
+    ngwa_mode(5)
     for flows in (1, 2):
-        testbed(r1_limit=60000, r2_ngwa=False, r1_fd=True)
-        ngwa_mode(5)
+        r1_queue(args="fd")
         cap = Capture("r2", "eth0", OUT / f"fd_{flows}.pcap")
+        sampler = TcSampler("r1", "eth1", period=0.2)
         got = bulk(seconds=4, flows=flows)
+        ended = time.time()
+        time.sleep(1.0)
+        out[flows] = {"bytes": got, "ended": ended, "samples": sampler.stop(),
+                      "r1_stats": qdisc_stats("r1", "eth1")}
         cap.stop()
-        out[flows] = {"bytes": got, "r1_stats": qdisc_stats("r1", "eth1")}
-        teardown()
+    r1_queue(args="fd timeout 2s")
+    Sink()                  # it goes with the namespaces
+    stop = threading.Event()
+    source = in_thread(pump, 600, "10.0.3.1", PORT, stop)
+    sampler = TcSampler("r1", "eth1", period=0.2)
+    end = time.monotonic() + 120             # until the flow counts, then 2 s more
+    while time.monotonic() < end and not (
+            sampler.samples and ngwa_of(sampler.samples[-1]["qdiscs"])["flows"]):
+        time.sleep(0.2)
+    time.sleep(2)
+    down = time.time()
+    sh("ip", "-n", "snd", "link", "set", "eth0", "down")
+    time.sleep(4)
+    out["vanished"] = {"down": down, "timeout_s": 2.0, "samples": sampler.stop(),
+                       "r1_stats": qdisc_stats("r1", "eth1")}
+    stop.set()
+    teardown()              # the sender's socket, on a link that is down, goes with it
+    source.join(timeout=60)
     RESULTS["fd"] = out
 
 
 def case_modes():
-    """Every mode of Table 1 for a short two-flow run."""
+    """Every mode of Table 1 for a short two-flow run: the sysctls, the
+    qdisc, and the sender's tcp_probe events (in flight, cwnd, send window)."""
     out = {}
+    testbed(r1_limit=60000, r2_ngwa=False)
     for mode in range(1, 9):
-        fd = MODES[mode][2]
-        testbed(r1_limit=60000, r2_ngwa=False, r1_fd=fd)
+        r1_queue(args="fd" if MODES[mode][2] else "nofd")
         ngwa_mode(mode)
         probe = Probe()
         doc = iperf(seconds=3, parallel=2)
         events = probe.stop()
         snd = [e for e in events if e.get("dest", "").endswith(f":{PORT}")]
         rcv = [e for e in events if e.get("src", "").endswith(f":{PORT}")]
+        keep = ("src", "snd_cwnd", "snd_wnd", "packets_out", "sacked_out", "lost_out",
+                "retrans_out", "ca_state")
         out[mode] = {
             "iperf": iperf_summary(doc),
             "sysctls": {k: read_sysctl("snd", f"net.ipv4.{k}")
                         for k in ("tcp_ngwa", "tcp_ngwa_cwnd", "tcp_ngwa_smooth")},
             "rcv_smooth": read_sysctl("rcv", "net.ipv4.tcp_ngwa_smooth"),
             "r1_stats": qdisc_stats("r1", "eth1"),
-            "snd_over_cwnd": sum(1 for e in snd if in_flight(e) > e["snd_cwnd"]),
-            "snd_events": len(snd),
-            "rcv_ngwa": _ngwa_values(rcv)[:400],
+            "snd": [{k: e[k] for k in keep} for e in snd][-6000:],
+            "rcv_ngwa": [e["ngwa_window"] for e in rcv if e.get("ngwa_window")][:400],
         }
-        teardown()
+    teardown()
     RESULTS["modes"] = out
 
 
+# WB-RTO off, on with the paper's medium scale, and on with every constant the
+# paper leaves open set otherwise
+WBRTO_RUNS = {
+    "off": {"tcp_wbrto": 0},
+    "medium": {"tcp_wbrto": 1},
+    "custom": {"tcp_wbrto": 1, "tcp_wbrto_scale": 3, "tcp_wbrto_weights": "40 30 20 10",
+               "tcp_wbrto_thresholds": "3 6 12", "tcp_wbrto_cutoffs": "400 800",
+               "tcp_wbrto_unit_ms": 500, "tcp_wbrto_awnd_gain": 20000},
+}
+WBRTO_KNOBS = ("tcp_wbrto", "tcp_wbrto_scale", "tcp_wbrto_unit_ms", "tcp_wbrto_thresholds",
+               "tcp_wbrto_cutoffs", "tcp_wbrto_weights", "tcp_wbrto_awnd_gain")
+
+
 def case_wbrto():
-    """Many flows over a small bottleneck, WB-RTO on (unit 1 s) and off."""
+    """Many Reno flows over a small bottleneck, WB-RTO off and on: the
+    senders' tcp_probe events, and bpftrace's reading of each socket's RTO
+    inputs and RTO at the same events."""
     out = {}
-    for on in (1, 0):
-        testbed(rate="1mbit", delay_ms=20, r1_qdisc="bfifo", r1_limit=15000,
-                r2_ngwa=False)
+    testbed(rate="1mbit", delay_ms=20, r1_qdisc="bfifo", r1_limit=15000, r2_ngwa=False)
+    for label, knobs in WBRTO_RUNS.items():
         for n in ("snd", "rcv"):
-            sysctls(n, tcp_wbrto=on, tcp_congestion_control="reno")
+            ns(n, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno",
+               *(f"net.ipv4.{k}={v}" for k, v in knobs.items()))
+        trace = BpfTrace(OUT / f"wbrto_{label}.bpftrace")
         probe = Probe()
         doc = iperf(seconds=int(os.environ.get("WBRTO_SECONDS", "12")),
                     parallel=int(os.environ.get("WBRTO_FLOWS", "12")))
         events = probe.stop()
+        rows = trace.stop()
         snd = [e for e in events if e.get("dest", "").endswith(f":{PORT}")]
-        keep = ("src", "srtt", "rttvar", "rto", "snd_cwnd", "wbrto_max_cwnd",
+        keep = ("src", "srtt", "rttvar", "rto", "snd_cwnd", "wbrto_cwnd", "wbrto_max_cwnd",
                 "wbrto_awnd", "wbrto_c10", "wbrto_a10", "retransmits", "backoff",
                 "total_retrans")
-        out[on] = {"iperf": iperf_summary(doc),
-                   "probe_snd": [{k: e[k] for k in keep} for e in snd][-3000:],
-                   "unit_ms": read_sysctl("snd", "net.ipv4.tcp_wbrto_unit_ms"),
-                   "scale": read_sysctl("snd", "net.ipv4.tcp_wbrto_scale")}
-        teardown()
+        out[label] = {"iperf": iperf_summary(doc),
+                      "knobs": {k: " ".join(read_sysctl("snd", f"net.ipv4.{k}").split())
+                                for k in WBRTO_KNOBS},
+                      "probe_snd": [{k: e[k] for k in keep} for e in snd][-6000:],
+                      "bpftrace": rows[-20000:]}
+    teardown()
     RESULTS["wbrto"] = out
 
 
-def _drops(stats: str) -> int:
-    m = re.search(r"dropped (\d+)", stats)
-    return int(m.group(1)) if m else -1
+def case_spoof():
+    """A real flow through r1's `ngwa fd` (the default timeout, 5 s), then
+    2000 forged openings completed by a forged ACK, then 20,000 spoofed SYNs,
+    then the timeout: the values the real flow's segments carry after r1 and
+    tc's counters all along."""
+    testbed(r1_limit=60000, r2_ngwa=False, r1_args="fd")
+    for n in ("snd", "rcv"):
+        sysctls(n, tcp_ngwa=1, tcp_congestion_control="reno")
+    cap = Capture("r2", "eth0", OUT / "spoof.pcap", filt="tcp and dst host 10.0.3.1")
+    sampler = TcSampler("r1", "eth1", period=0.25)
+    sink, stop = Sink(), threading.Event()
+    source = in_thread(pump, 900, "10.0.3.1", PORT, stop)
+    marks = {"start": time.time()}
+    time.sleep(5)
+    marks["completed"] = time.time()
+    sent = [spoof(2000, 2000, 7)]
+    marks["syns"] = time.time()
+    sent.append(spoof(20000, 0, 8))
+    marks["flood_end"] = time.time()
+    time.sleep(5 + 3)
+    marks["end"] = time.time()
+    stop.set()
+    source.join(timeout=60)
+    sink.result(timeout=60)
+    samples = sampler.stop()
+    cap.stop()
+    RESULTS["spoof"] = {"marks": marks, "sent": sent, "samples": samples,
+                        "r1_stats": qdisc_stats("r1", "eth1"), "limit": 60000,
+                        "timeout_s": 5.0}
+    teardown()
 
 
-def case_compare():
-    """The paper's Linux experiment scaled to the VM: New Reno through a
-    drop-tail FIFO against NGWA modes, one and two flows, queues of 100 and
-    1000 packets (of 1514 bytes) at 10 Mbit/s, 20 ms of RTT."""
-    seconds = int(os.environ.get("COMPARE_SECONDS", "10"))
-    modes = [int(m) for m in os.environ.get("COMPARE_MODES", "1,2,3,4,5,6,7,8").split(",")]
-    out = []
-    for packets in (100, 1000):
-        limit = packets * 1514
-        for flows in (1, 2):
-            for mode in [0, *modes]:
-                if mode == 0:
-                    testbed(r1_qdisc="bfifo", r1_limit=limit, r2_ngwa=False)
-                    for n in ("snd", "rcv"):
-                        sysctls(n, tcp_congestion_control="reno")
-                else:
-                    testbed(r1_limit=limit, r2_ngwa=False, r1_fd=MODES[mode][2])
-                    ngwa_mode(mode)
-                doc = iperf(seconds=seconds, parallel=flows)
-                stats = qdisc_stats("r1", "eth1")
-                out.append({"queue_packets": packets, "flows": flows, "mode": mode,
-                            "iperf": iperf_summary(doc), "drops": _drops(stats.split("qdisc")[-1]),
-                            "stats": stats})
-                teardown()
-    RESULTS["compare"] = out
+def case_hostile():
+    """Over 100,000 hostile frames: from snd through r1's IPv4 input, its
+    `ngwa fd` queue and r2 to rcv's TCP (or r2's blackhole); garbage handed
+    straight to r1's ngwa queue; copies of a real NGWA connection's segments,
+    in window, with hostile options. Then a real transfer through the same
+    queue, and the counters of every hop."""
+    testbed(rate="100mbit", r1_limit=60000, r1_args="fd timeout 2s")
+    for n in ("snd", "rcv"):
+        sysctls(n, tcp_ngwa=1, tcp_congestion_control="reno")
+    before = {n: netstat(n) for n in NAMESPACES}
+    sink, stop = Sink(), threading.Event()
+    source = in_thread(pump, 900, "10.0.3.1", PORT, stop)
+    t0 = time.time()
+    sent = {"copies": hostile_copies(10000, 3), "routed": hostile_routed(60000, 1),
+            "qdisc": hostile_qdisc(32000, 2)}
+    took = time.time() - t0
+    stop.set()
+    source.join(timeout=60)
+    sink.result(timeout=60)
+    stats_after_flood = {n: qdisc_stats(n, "eth1") for n in ("r1", "r2")}
+    time.sleep(3)                     # the hostile flows' entries time out
+    cap = Capture("r2", "eth0", OUT / "hostile_after.pcap", filt="tcp and dst host 10.0.3.1")
+    sampler = TcSampler("r1", "eth1", period=0.25)
+    got = bulk(seconds=4, flows=1)
+    samples = sampler.stop()
+    cap.stop()
+    RESULTS["hostile"] = {
+        "sent": sent, "took_s": took, "limit": 60000, "after_bytes": got,
+        "after_samples": samples, "stats_after_flood": stats_after_flood,
+        "netstat": {n: {k: v - before[n].get(k, 0) for k, v in netstat(n).items()
+                        if k.startswith("TcpExtNGWA") or k.startswith("IpExt")}
+                    for n in NAMESPACES}}
+    teardown()
 
 
-CASES = {"compare": case_compare, "basic": case_basic, "malformed": case_malformed,
-         "ngwa": case_ngwa, "insert": case_insert, "fd": case_fd, "modes": case_modes,
-         "wbrto": case_wbrto}
+def case_offload():
+    """NGWA with TSO, GSO and GRO on at every hop, IPv6 connections beside it,
+    and a socket that goes from a v4-mapped peer to IPv6; then GRO alone (the
+    sender's segments wire-sized), with NGWA and without it."""
+    out = {}
+    testbed(rate="50mbit", offloads=True, ipv6=True)
+    ngwa_mode(1)
+    before = netstat("rcv")
+    cap = Capture("rcv", "eth0", OUT / "offload_rcv.pcap", filt="tcp or ip6", snaplen=200)
+    v6 = Sink(3, PORT + 1, socket.AF_INET6)
+    v6_source = in_thread(pump, 5, "fd00:3::1", PORT + 1)
+    mapped: list = []
+    mapped_thread = in_thread(lambda: mapped.extend(mapped_then_v6(2, PORT + 1)))
+    doc = iperf(seconds=5)
+    sysctls("snd", tcp_ngwa=0)         # the sender's option gone, r1 inserts it
+    inserted = iperf(seconds=3, extra=("-M", "1200"))
+    mapped_thread.join(timeout=120)
+    v6_source.join(timeout=120)
+    mapped_sent, v6_bytes = mapped, v6.result(timeout=120)
+    cap.stop()
+    out["tso"] = {"iperf": iperf_summary(doc), "inserted_iperf": iperf_summary(inserted),
+                  "mapped_sent": mapped_sent, "v6_received": v6_bytes,
+                  "r1_stats": qdisc_stats("r1", "eth1"),
+                  "received_options": netstat("rcv")["TcpExtNGWARcvOption"]
+                  - before["TcpExtNGWARcvOption"],
+                  "features": ns("rcv", "ethtool", "-k", "eth0", check=False)}
+    teardown()
+    for label, ngwa in (("gro_ngwa", True), ("gro_plain", False)):
+        testbed(rate="50mbit", offloads=True, r1_qdisc="ngwa" if ngwa else "bfifo",
+                r2_ngwa=ngwa)
+        ns("snd", "ethtool", "-K", "eth0", "tso", "off", "gso", "off")
+        if ngwa:
+            ngwa_mode(1)
+        cap = Capture("rcv", "eth0", OUT / f"{label}.pcap", filt="tcp", snaplen=100)
+        out[label] = {"iperf": iperf_summary(iperf(seconds=3))}
+        cap.stop()
+        teardown()
+    RESULTS["offload"] = out
+
+
+CASES = {"basic": case_basic, "malformed": case_malformed, "smooth": case_smooth,
+         "age": case_age, "ngwa": case_ngwa, "insert": case_insert, "backlog": case_backlog,
+         "fd": case_fd, "modes": case_modes, "wbrto": case_wbrto, "spoof": case_spoof,
+         "hostile": case_hostile, "offload": case_offload}
+
+
+def kernel_health() -> dict:
+    """The kernel log and a kmemleak scan, once the cases have run."""
+    leaks = ""
+    if not Path("/sys/kernel/debug/kmemleak").exists():
+        sh("mount", "-t", "debugfs", "nodev", "/sys/kernel/debug", check=False)
+    kmemleak = Path("/sys/kernel/debug/kmemleak")
+    if kmemleak.exists():
+        kmemleak.write_text("scan")
+        time.sleep(5)
+        kmemleak.write_text("scan")
+        leaks = kmemleak.read_text()
+    return {"dmesg": sh("dmesg"), "kmemleak": kmemleak.exists(), "leaks": leaks}
 
 
 def main():
-    if sys.argv[1] == "--sink":
-        return _sink(int(sys.argv[2]))
-    if sys.argv[1] == "--source":
-        return _source(int(sys.argv[2]), float(sys.argv[3]))
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "started").write_text("")
     for name in sys.argv[3:]:
+        print(f"kernel_guest: {name} starts", flush=True)
+        t0 = time.monotonic()
         try:
             CASES[name]()
         except Exception as exc:  # report it to the host, keep going
             RESULTS.setdefault("errors", {})[name] = f"{type(exc).__name__}: {exc}"
+            print(f"kernel_guest: {name}: {type(exc).__name__}: {exc}", flush=True)
             teardown()
+        RESULTS.setdefault("took_s", {})[name] = round(time.monotonic() - t0, 1)
+        print(f"kernel_guest: {name} took {RESULTS['took_s'][name]} s", flush=True)
+    RESULTS["health"] = kernel_health()
     (OUT / "results.json").write_text(json.dumps(RESULTS))
 
 

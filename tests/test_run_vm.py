@@ -278,10 +278,13 @@ def test_ngwa_and_wbrto_boot_the_patched_kernel(ngwa_wbrto):
     assert run["kernel"].endswith("-tcpvar+") and run["probe_source"] == "tracefs-ext"
     assert (run["params"]["ngwa_mode"], run["params"]["wbrto"]) == (5, "medium")
     sysctls = json.loads((Path(run["dir"]) / "manifest.json").read_text())["sysctls"]
-    assert {k.rsplit(".", 1)[1]: sysctls[k] for k in sysctls if "ngwa" in k or "wbrto" in k} \
+    assert {k.rsplit(".", 1)[1]: " ".join(sysctls[k].split()) for k in sysctls
+            if "ngwa" in k or "wbrto" in k} \
         == {"tcp_ngwa": "1", "tcp_ngwa_cwnd": "1", "tcp_ngwa_smooth": "0",
-            "tcp_ngwa_alpha": "300", "tcp_wbrto": "1", "tcp_wbrto_scale": "1",
-            "tcp_wbrto_unit_ms": "1000"}
+            "tcp_ngwa_alpha": "300", "tcp_ngwa_hold_ms": "1000", "tcp_ngwa_option": "33",
+            "tcp_wbrto": "1", "tcp_wbrto_scale": "1", "tcp_wbrto_unit_ms": "1000",
+            "tcp_wbrto_awnd_gain": "2000", "tcp_wbrto_thresholds": "5 10 30",
+            "tcp_wbrto_cutoffs": "500 750", "tcp_wbrto_weights": "100 50 30 20"}
     assert_nothing_left(run)
 
 

@@ -30,7 +30,8 @@
 	"ts_ns,cookie,saddr,sport,daddr,dport,data_len,snd_nxt,snd_una,snd_cwnd,"     \
 	"ssthresh,snd_wnd,rcv_wnd,srtt_us,rttvar_us,rto_us,packets_out,retrans_out,"  \
 	"lost_out,sacked_out,ca_state,retransmits,backoff,delivered,total_retrans,"   \
-	"pacing_rate,wbrto_max_cwnd,wbrto_awnd,wbrto_c10,wbrto_a10,ngwa_window\n"
+	"pacing_rate,wbrto_cwnd,wbrto_max_cwnd,wbrto_awnd,wbrto_c10,wbrto_a10,"     \
+	"ngwa_window\n"
 
 static volatile sig_atomic_t stop;
 static bool verbose;
@@ -242,8 +243,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	U(e->total_retrans);
 	p = put_u64(p, e->pacing_rate);
 	/* WB-RTO and NGWA state: only the patched kernel has them */
-	memcpy(p, ",,,,,\n", 6);
-	p += 6;
+	memcpy(p, ",,,,,,\n", 7);
+	p += 7;
 	fwrite(line, 1, p - line, st.out);
 	st.events++;
 	return 0;
