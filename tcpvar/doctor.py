@@ -258,7 +258,7 @@ def _specs() -> list[_Spec]:
         _Spec("kernel", "deb-src entry", "building tc with the ngwa qdisc (`apt-get source "
               "iproute2`), so --ngwa", _deb_src, required=False, install="./bootstrap.sh"),
         _Spec("kernel", "patched kernel", "an instant start for --ngwa, --wbrto and --kernel "
-              "patched (the first such run builds it, about 12 minutes on 2 cores)",
+              "patched (the first such run builds it, about 6 minutes on 2 cores)",
               partial(_built, "kernel"), required=False, install="tcpvar kernel build"),
         _Spec("kernel", "patched tc", "an instant start for --ngwa (the first such run "
               "builds it)", partial(_built, "tc"), required=False,

@@ -262,10 +262,13 @@ def test_a_variant_the_booted_kernel_lacks(tmp_path):
 @pytest.fixture(scope="module")
 def ngwa_wbrto(tmp_path_factory):
     """NGWA mode 5 (congestion window, flow division) and WB-RTO together on
-    the patched kernel: two Reno flows through a 100-packet ngwa queue."""
+    the patched kernel: two Reno flows through a 100-packet ngwa queue. The
+    debug flavour, which tests/test_kernel.py builds too: one kernel build
+    per CI run, and the run path under the sanitizers."""
     tmp = tmp_path_factory.mktemp("patched")
     rc, doc, err = tcpvar_run(tmp, "--cc", "reno", "--mode", "fairness", "--ngwa", 5,
-                              "--wbrto", "medium", "--bw", "10mbit", "--rtt", 20,
+                              "--wbrto", "medium", "--kernel", "patched-debug",
+                              "--bw", "10mbit", "--rtt", 20,
                               "--buffer", 100, "--duration", 10)
     assert rc == 0, err
     return tmp, doc
@@ -275,7 +278,7 @@ def test_ngwa_and_wbrto_boot_the_patched_kernel(ngwa_wbrto):
     _, doc = ngwa_wbrto
     assert doc["backend"] == "vm" and "--ngwa needs the patched kernel" in doc["reason"]
     (run,) = doc["runs"]
-    assert run["kernel"].endswith("-tcpvar+") and run["probe_source"] == "tracefs-ext"
+    assert run["kernel"].endswith("-tcpvar-debug+") and run["probe_source"] == "tracefs-ext"
     assert (run["params"]["ngwa_mode"], run["params"]["wbrto"]) == (5, "medium")
     sysctls = json.loads((Path(run["dir"]) / "manifest.json").read_text())["sysctls"]
     assert {k.rsplit(".", 1)[1]: " ".join(sysctls[k].split()) for k in sysctls
