@@ -10,7 +10,9 @@ module runs it, reports its stages, and turns a failure into one line.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -75,8 +77,11 @@ def run_build(target: str = "kernel", progress: Reporter | None = None,
             raise KernelBuildError(f"--jobs {jobs}: must be at least 1")
         env["JOBS"] = str(jobs)
     try:
+        # a group of its own: an interrupt ends make and its compilers too,
+        # not only build.sh
         proc = subprocess.Popen([*_script(), target], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env)
+                                stderr=subprocess.PIPE, text=True, env=env,
+                                start_new_session=True)
     except OSError as exc:
         raise KernelBuildError(f"cannot run kernel-patches/build.sh: {exc}") from None
 
@@ -101,8 +106,9 @@ def run_build(target: str = "kernel", progress: Reporter | None = None,
                 report(Progress(text))
         status = proc.wait()
     except BaseException:
-        proc.terminate()
-        proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()          # build.sh removes its work tree first
         raise
     finally:
         stop.set()

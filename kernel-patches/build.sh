@@ -42,11 +42,28 @@ hash_files() {
 	cat "$@" | sha256sum | cut -c1-16
 }
 
-# git without the user's identity or hooks
+# git without the user's identity or hooks, and without the detached
+# `git gc --auto` that committing a kernel tree would leave running
 git_tcpvar() {
 	git -c user.name=tcpvar -c user.email=tcpvar@localhost \
-		-c core.hooksPath=/dev/null -c commit.gpgsign=false "$@"
+		-c core.hooksPath=/dev/null -c commit.gpgsign=false \
+		-c gc.auto=0 "$@"
 }
+
+# An interrupted build leaves no half-built tree (a failed one keeps its
+# log).  A signal sent to the whole process group, as a terminal's Ctrl-C
+# and tcpvar do, has already stopped make when this runs.
+work=
+out=
+interrupted() {
+	trap - INT TERM HUP
+	[ -z "$work" ] || rm -rf "$work"
+	[ -z "$out" ] || rm -rf "$out.tmp"
+	exit "$1"
+}
+trap 'interrupted 130' INT
+trap 'interrupted 143' TERM
+trap 'interrupted 129' HUP
 
 # Commit the unpacked source as the series' base: same tree, same author and
 # date, so the same commit as the cover letter's base-commit

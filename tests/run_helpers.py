@@ -3,6 +3,7 @@ left (and not left) behind."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -59,6 +60,18 @@ def processes_mentioning(text: str) -> list[str]:
         line = " ".join(a.decode(errors="replace") for a in args)
         if text in line and "pytest" not in line:
             found.append(line)
+    return found
+
+
+def processes_inside(folder: Path) -> list[str]:
+    """PIDs of live processes whose working directory lies in @folder."""
+    found = []
+    for cwd in Path("/proc").glob("[0-9]*/cwd"):
+        try:
+            if Path(os.readlink(cwd)).is_relative_to(folder):
+                found.append(cwd.parent.name)
+        except OSError:
+            continue
     return found
 
 

@@ -19,9 +19,11 @@ import math
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,9 @@ from tcpvar.capture import vm
 from tcpvar.capture.kernel_build import cached, patched_kernel, patched_tc, run_build
 from tcpvar.errors import KernelBuildError
 from tcpvar.store import Store
+
+from conftest import error_lines
+from run_helpers import processes_inside, processes_mentioning
 
 ROOT = Path(__file__).resolve().parent.parent
 GUEST = Path(__file__).resolve().parent / "kernel_guest.py"
@@ -257,6 +262,35 @@ def test_errors_are_one_line(tmp_path):
     status, err = run("build", "--no-tc", TCPVAR_KERNEL_PATCHES=str(patches),
                       TCPVAR_CACHE=str(tmp_path / "cache"))
     assert status == 8 and len(err) == 1 and "pins 6.1.0-0" in err[0], err
+
+
+def test_an_interrupted_build_leaves_nothing(tmp_path):
+    """Ctrl-C while make compiles: tcpvar exits 130 with one line, and no
+    make, compiler or git of the build is left, nor its half-built tree."""
+    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", "kernel", "build", "--no-tc"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TCPVAR_CACHE": str(tmp_path)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        for line in proc.stderr:                 # stage lines, then make's own
+            if "building bzImage" in line:
+                break
+        logs = list((tmp_path / "kernel").glob("work-*/make.log"))
+        deadline = time.monotonic() + 300
+        while " CC " not in logs[0].read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert " CC " in logs[0].read_text()    # compilers are running
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert error_lines(err) == ["tcpvar: error: interrupted; the store keeps what was "
+                                "complete before"]
+    assert not processes_mentioning(str(tmp_path))
+    assert not processes_inside(tmp_path)        # git's detached gc, say
+    assert sorted(p.name for p in (tmp_path / "kernel").iterdir()) == ["kernel.lock"]
 
 
 def test_patched_kernel_without_build(tmp_path, monkeypatch):
