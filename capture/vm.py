@@ -113,10 +113,14 @@ class Guest:
 
 
 def vng_args(image: Path, command: list[str], kvm: bool, name: str,
-             rw_dir: Path | None = None, append: list[str] = ()) -> list[str]:
-    """The vng command line that boots @image and runs @command in the guest."""
+             rw_dir: Path | None = None, append: list[str] = (),
+             kernel_log: bool = False) -> list[str]:
+    """The vng command line that boots @image and runs @command in the guest;
+    @kernel_log puts the kernel's messages on the console too."""
     args = [tools.find("vng") or "vng", "--name", name, "-r", str(image), "--cpus", str(VM_CPUS),
             "--memory", VM_MEMORY]
+    if kernel_log:
+        args.append("--verbose")
     if rw_dir is not None:
         args += [f"--rwdir={rw_dir}", "--cwd", str(rw_dir)]
     for arg in append:
