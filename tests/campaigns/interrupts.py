@@ -54,16 +54,31 @@ def namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
-def tool_pids() -> set[int]:
-    pids = set()
+def tool_pids() -> dict[int, str]:
+    """PID -> name of the live processes of TOOLS (the kernel keeps 15
+    characters of a name: QEMU is "qemu-system-x86")."""
+    names = {t[:15] for t in TOOLS}
+    pids = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if (d / "comm").read_text().strip() in TOOLS:
-                    pids.add(int(d.name))
+                comm = (d / "comm").read_text().strip()
             except OSError:
-                pass
+                continue
+            if comm in names:
+                pids[int(d.name)] = comm
     return pids
+
+
+def tools_left(before: dict[int, str], wait_s: float = 10) -> dict[int, str]:
+    """The tools started since @before that are still there after @wait_s:
+    a killed QEMU takes a moment to give back its guest's memory."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        left = {pid: name for pid, name in tool_pids().items() if pid not in before}
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.2)
 
 
 def tcpvar(*args: str, work: Path, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -175,13 +190,13 @@ def one_round(k: int, rng: random.Random, work: Path, table: dict[str, list[str]
         problems.append(f"exit status {proc.returncode}, not {want}: {err.strip()[-300:]}")
     if sent and sig == signal.SIGKILL:
         tcpvar("doctor", work=work)     # it removes what the killed tcpvar left
-    time.sleep(0.5)                     # processes ended by the cleanup are reaped
     left_ns = namespaces() - ns_before
-    left_tools = tool_pids() - tools_before
+    left_tools = tools_left(tools_before)
     if left_ns:
         problems.append(f"namespaces left: {', '.join(sorted(left_ns))}")
     if left_tools:
-        problems.append(f"processes left: {sorted(left_tools)}")
+        problems.append("processes left: " + ", ".join(
+            f"{name} (PID {pid})" for pid, name in sorted(left_tools.items())))
     killed = sent and sig == signal.SIGKILL
     if not killed:                      # a SIGKILL leaves a half load to the next writer
         problems += store_problems(work, db)
