@@ -8,6 +8,7 @@ unexpected is reported as an internal error (--traceback shows it).
 from __future__ import annotations
 
 import errno
+import importlib
 import sys
 
 import click
@@ -15,26 +16,26 @@ import click
 from tcpvar import __version__, signals
 from tcpvar.errors import ExitStatus, TcpvarError
 
-from .analyze import analyze
-from .compare import compare
-from .doctor import doctor
-from .export import export
-from .kernel import kernel
-from .load import load
-from .merge import merge
-from .plot import plot
-from .probe import probe
-from .query import query
-from .report import report
-from .reproduce import reproduce
-from .run import run
-from .spark import spark
-from .sweep import sweep
-from .wireshark import wireshark
+# Each command's module, imported only when the command runs: `tcpvar
+# analyze` starts reading its capture sooner without the others' imports.
+COMMANDS = ("analyze", "compare", "doctor", "export", "kernel", "load", "merge", "plot",
+            "probe", "query", "report", "reproduce", "run", "spark", "sweep", "wireshark")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"],
-                               "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A group whose commands are tcpvar.cli.NAME.NAME, imported on use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        return getattr(importlib.import_module(f"tcpvar.cli.{name}"), name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                              "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="tcpvar",
                       message="%(prog)s %(version)s")
 @click.option("--traceback", is_flag=True, help="Show the Python traceback of an internal error.")
@@ -63,23 +64,6 @@ def cli(ctx: click.Context, traceback: bool) -> None:
     """
     ctx.obj = {"traceback": traceback}
 
-
-cli.add_command(analyze)
-cli.add_command(compare)
-cli.add_command(doctor)
-cli.add_command(export)
-cli.add_command(kernel)
-cli.add_command(load)
-cli.add_command(merge)
-cli.add_command(plot)
-cli.add_command(probe)
-cli.add_command(query)
-cli.add_command(report)
-cli.add_command(reproduce)
-cli.add_command(run)
-cli.add_command(spark)
-cli.add_command(sweep)
-cli.add_command(wireshark)
 
 
 def main(argv: list[str] | None = None) -> int:
