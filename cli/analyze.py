@@ -79,17 +79,18 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
 
     from tcpvar import analysis
     from tcpvar.ingest.capture import ScanOptions
-    from tcpvar.report import export, terminal
+    from tcpvar.report import export, tables, terminal
     from tcpvar.store import Store
 
     if as_json and as_csv:
         raise UsageError("choose one of --json and --csv")
     if stats_only and plot_dir:
         raise UsageError("--plot needs the time series, which --stats-only skips")
+    table_only = not (as_json or as_csv or fairness or pair)
     options = analysis.AnalyzeOptions(
         scan=ScanOptions(packets=not stats_only, rto_min_ms=rto_min_ms, hwdup_us=hwdup_us),
         interval_ms=interval_ms, force=force, fairness=fairness,
-        flows=list(flows) or None, pair=pair)
+        flows=list(flows) or None, pair=pair, stats=tables.CONN_STATS if table_only else None)
 
     workers = analysis.workers(jobs, files)
     captures, outcomes, taken = [], [], set()

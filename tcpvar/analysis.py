@@ -29,6 +29,7 @@ class AnalyzeOptions:
     fairness: bool = False
     flows: list[int] | None = None          # flows for Jain's index (default: bulk flows)
     pair: tuple[int, int] | None = None     # (variant, reference) for friendliness
+    stats: tuple[str, ...] | None = None    # the statistics to read back (default all)
 
     def __post_init__(self):
         # the scan sums the throughput series at this interval as it reads
@@ -63,7 +64,7 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
         "truncated": res.truncated,
         "warning": res.warning,
         "interval_ms": options.interval_ms if has_series else None,
-        "connections": connections(con, res.capture_id),
+        "connections": connections(con, res.capture_id, options.stats),
     }
     if options.fairness or options.pair:
         doc["fairness"] = fairness_mod.fairness(con, res.capture_id, doc["connections"],

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ import pytest
 
 from tcpvar.ingest import _pcapscan
 
+import peers
 from conftest import FIXTURES, error_lines, tcpvar_process
 from conftest import tcpvar_main as tcpvar
 
@@ -104,6 +106,26 @@ def test_csv_rows_per_direction(db):
     assert len(rows) == 12                    # 6 connections x 2 directions
     assert {r["direction"] for r in rows} == {"a2b", "b2a"}
     assert all(int(r["packets"]) >= 0 for r in rows)
+
+
+def test_table_agrees_with_tcptrace(db):
+    """The printed table (which reads back only the statistics it shows)
+    gives tcptrace's packet counts for each direction."""
+    path = FIXTURES / "iperf_4flows.pcap"
+    rows = {}
+    for line in tcpvar("analyze", "--db", db, path).stdout.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        if " → " in line and cells[-12].isdigit():        # not the header
+            pair = cells[1] if cells[0].isdigit() else cells[0]
+            rows[tuple(pair.split(" → "))] = [cells[i] for i in (-12, -11, -8, -6)]
+    want = {}
+    for conn in peers.tcptrace(str(path)):
+        for direction, ends in (("a2b", (conn["a"], conn["b"])), ("b2a", (conn["b"], conn["a"]))):
+            t = conn[direction]
+            want[tuple(f"{h}:{p}" for h, p in ends)] = [
+                t["total packets"], t["actual data pkts"], t["rexmt data pkts"],
+                t["outoforder pkts"]]
+    assert len(rows) == 12 and rows == want
 
 
 def test_reanalysis_is_idempotent(db):
