@@ -16,6 +16,10 @@ set before the command runs (no option of tcpvar's changes these):
   read first        tcpvar/analysis.py start_reading: the capture read while
                     the store opens (off: the store opens first)
   duckdb threads    DuckDB's threads (default: one per core)
+  table stats       report/tables.py CONN_STATS: the statistics the printed
+                    table reads back (None: all of them, as JSON does)
+  imports           cli/main.py: each command's module imported on use (the
+                    variant imports them all first)
 
 `--before PY` adds an earlier tcpvar, run by the Python PY of its own
 environment. Rounds of every variant, median of the rounds; the "levers"
@@ -50,6 +54,11 @@ VARIANTS = {  # name: (Python run before the command, stats-only)
     "--stats-only, the store opened before reading starts":
         ("import tcpvar.analysis as a; a.start_reading = lambda *x: None", True),
     "DuckDB on one thread": (DUCKDB_THREADS_1, False),
+    "--stats-only, the table reads back every statistic (not only its 14)":
+        ("import tcpvar.report.tables as t; t.CONN_STATS = None", True),
+    "--stats-only, every command's module imported at start (not only analyze's)":
+        ("import tcpvar.cli.main as m; [m.cli.get_command(None, n) for n in m.COMMANDS]",
+         True),
 }
 
 
