@@ -65,7 +65,6 @@ def cli(ctx: click.Context, traceback: bool) -> None:
     ctx.obj = {"traceback": traceback}
 
 
-
 def main(argv: list[str] | None = None) -> int:
     from tcpvar.report import terminal
 
