@@ -67,9 +67,10 @@ def delete_namespaces(names: list[str]) -> None:
 class Processes:
     """The processes of one run. stop() ends them gently, then for good."""
 
-    def __init__(self, on_start=None) -> None:
+    def __init__(self, on_start=None, env: dict | None = None) -> None:
         self.procs: list[tuple[str, subprocess.Popen]] = []
         self.on_start = on_start        # told each new process's PID
+        self.env = env or {}            # added to this process's environment
 
     def start(self, name: str, args: list[str], ns: str | None = None,
               stdout=None, stderr=None, text: bool = False) -> subprocess.Popen:
@@ -79,7 +80,8 @@ class Processes:
         out, err = _sink(stdout), _sink(stderr)
         try:
             proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    text=text, start_new_session=True)
+                                    text=text, start_new_session=True,
+                                    env={**os.environ, **self.env})
         finally:
             for f in (out, err):
                 if hasattr(f, "close"):

@@ -5,9 +5,13 @@ and start time, which a reused PID does not share), the namespaces it made
 and the processes it started.
 
     claim(tag, namespaces=[...])   # before making them
-    add_process(tag, proc.pid)     # each process started outside them
+    Popen(..., env=marked(tag, env))  # each process started outside them carries
+    add_process(tag, proc.pid)     # the owner's mark, and is recorded
     release(tag)                   # all removed: forget it
     reap()                         # remove what dead owners left
+
+The mark (TCPVAR_OWNER=tag in the environment, which children inherit)
+finds a process whose owner was killed before it could record the PID.
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from pathlib import Path
 from .netns import delete_namespaces, existing_namespaces
 
 ROOT = Path(os.environ.get("TCPVAR_OWNERS_DIR", "/run/tcpvar/owners"))
+MARK = "TCPVAR_OWNER"
 
 
 def _start_time(pid: int) -> int | None:
@@ -72,6 +77,11 @@ def add_process(tag: str, pid: int) -> None:
         _write(tag, doc)
 
 
+def marked(tag: str, env: dict) -> dict:
+    """@env with @tag's mark."""
+    return {**env, MARK: tag}
+
+
 def release(tag: str) -> None:
     try:
         _path(tag).unlink(missing_ok=True)
@@ -93,15 +103,16 @@ class Reaped:
 
 def reap() -> list[Reaped]:
     """Remove what owners that are no longer running left: their processes
-    (the ones they started, and any inside their namespaces), then their
-    namespaces. Owners still running are left alone."""
+    (the ones they started, those carrying their mark, and any inside their
+    namespaces), then their namespaces. Owners still running are left alone."""
     out = []
     for path in sorted(ROOT.glob("*.json")) if ROOT.is_dir() else []:
         doc = _read(path)
         if doc is None or _start_time(doc["pid"]) == doc["start"]:
             continue                    # being written, or its owner is alive
         started = [pid for pid, start in doc["processes"] if _start_time(pid) == start]
-        pids = set(started + [pid for ns in doc["namespaces"] for pid in _pids_in(ns)])
+        pids = set(started + _marked_pids(path.stem) +
+                   [pid for ns in doc["namespaces"] for pid in _pids_in(ns)])
         for pid in pids:
             _kill(pid, group=pid in started)
         live = set(existing_namespaces(""))
@@ -123,6 +134,21 @@ def _kill(pid: int, group: bool) -> None:
             os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _marked_pids(tag: str) -> list[int]:
+    """The processes whose environment carries @tag's mark."""
+    mark = f"{MARK}={tag}".encode()
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                env = (d / "environ").read_bytes().split(b"\0")
+            except OSError:             # gone, or not ours to read
+                continue
+            if mark in env:
+                out.append(int(d.name))
+    return out
 
 
 def _pids_in(ns: str) -> list[int]:

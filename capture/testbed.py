@@ -64,7 +64,8 @@ class Testbed:
         self.tag = tag or new_tag()
         self.prefix = f"{prefix}-{self.tag}"
         self.namespaces: list[str] = []      # created, in order
-        self.procs = Processes(on_start=lambda pid: owners.add_process(self.tag, pid))
+        self.procs = Processes(on_start=lambda pid: owners.add_process(self.tag, pid),
+                               env={owners.MARK: self.tag})
         self._nodes: dict[str, _Node] = {}
         self._links: list[str] = []
 

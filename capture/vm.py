@@ -74,7 +74,7 @@ class Guest:
         try:
             self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=self.log, start_new_session=True,
-                                         env=guest_env(args))
+                                         env=owners.marked(tag, guest_env(args)))
         except OSError as exc:
             self.log.close()
             owners.release(tag)

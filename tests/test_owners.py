@@ -94,3 +94,42 @@ def test_a_running_owner_is_left_alone(env):
         proc.wait(timeout=60)
     assert _namespaces(prefix) == []
     assert not list(Path(env["TCPVAR_OWNERS_DIR"]).glob("*.json"))
+
+
+UNRECORDED = """
+import os, subprocess, sys, time
+from tcpvar.capture import owners
+
+owners.claim("tcpvar-marktest")
+# started, but the owner is killed before add_process() records the PID
+sleeper = subprocess.Popen(["sleep", "600"], start_new_session=True,
+                           env=owners.marked("tcpvar-marktest", dict(os.environ)))
+print(sleeper.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_doctor_finds_an_unrecorded_process_by_its_mark(env):
+    """A process the killed owner started but never recorded carries the
+    owner's mark in its environment, and is ended by it."""
+    owner = subprocess.Popen([sys.executable, "-c", UNRECORDED], stdout=subprocess.PIPE,
+                             text=True, env=env)
+    sleeper = int(owner.stdout.readline())
+    unmarked = subprocess.Popen(["sleep", "600"], start_new_session=True)   # not the owner's
+    try:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+        assert _alive(sleeper)
+        res = subprocess.run([sys.executable, "-m", "tcpvar.cli", "doctor"],
+                             capture_output=True, text=True, env=env, timeout=300)
+        assert f"removed what a killed tcpvar (PID {owner.pid}) left: 0 namespaces, " \
+               f"1 processes" in res.stderr, res.stderr
+        deadline = time.monotonic() + 10
+        while _alive(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(sleeper) and unmarked.poll() is None
+    finally:
+        unmarked.kill()
+        unmarked.wait()
+        if _alive(sleeper):
+            os.kill(sleeper, signal.SIGKILL)
