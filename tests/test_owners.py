@@ -58,6 +58,14 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _ended(pid: int, wait_s: float = 10) -> bool:
+    """Whether @pid is gone within @wait_s (a SIGKILL takes a moment)."""
+    deadline = time.monotonic() + wait_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _alive(pid)
+
+
 def test_doctor_removes_what_a_killed_run_left(env):
     proc, prefix = _owner(env)
     names = _namespaces(prefix)
@@ -71,10 +79,7 @@ def test_doctor_removes_what_a_killed_run_left(env):
     assert f"removed what a killed tcpvar (PID {proc.pid}) left: 2 namespaces, 1 processes" \
         in res.stderr, res.stderr
     assert _namespaces(prefix) == []
-    deadline = time.monotonic() + 10
-    while _alive(sleeper) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(sleeper)
+    assert _ended(sleeper)
     assert not list(Path(env["TCPVAR_OWNERS_DIR"]).glob("*.json"))
 
 
@@ -124,10 +129,7 @@ def test_doctor_finds_an_unrecorded_process_by_its_mark(env):
                              capture_output=True, text=True, env=env, timeout=300)
         assert f"removed what a killed tcpvar (PID {owner.pid}) left: 0 namespaces, " \
                f"1 processes" in res.stderr, res.stderr
-        deadline = time.monotonic() + 10
-        while _alive(sleeper) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _alive(sleeper) and unmarked.poll() is None
+        assert _ended(sleeper) and unmarked.poll() is None
     finally:
         unmarked.kill()
         unmarked.wait()
