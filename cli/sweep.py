@@ -59,8 +59,9 @@ def sweep(study_file, name, repeat, shard, backend, kernel, boot_timeout, out_di
     holds the same keys: a list sweeps, a single value is fixed; options
     given beside it override its values. Runs already in the store (same
     study, parameters and repetition, complete) are skipped, so running the
-    same study again resumes it; Ctrl-C keeps every finished run. The runs
-    of one kernel share one micro-VM boot.
+    same study again resumes it; Ctrl-C keeps every finished run, and after
+    a sweep killed outright the next one stores the run folders it left.
+    The runs of one kernel share one micro-VM boot.
 
     \b
     Examples:

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tcpvar.analyzers.compare import KEYS
+from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.capture.params import RunParams, make_params
 from tcpvar.capture.session import PlannedRun
-from tcpvar.errors import InputError, UsageError
+from tcpvar.errors import InputError, TcpvarError, UsageError
 from tcpvar.progress import Progress
 from tcpvar.store import Store
 
@@ -248,6 +249,7 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
     from tcpvar.run import STORE_WAIT_S, RunRequest, execute
 
     with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
+        _store_left(store, study, out_dir, progress)
         entries = plan(store, study)
     todo = [e for e in entries if not (e.skipped or e.elsewhere)]
     outcome = SweepOutcome(study, entries)
@@ -276,6 +278,45 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
             outcome.interrupted = True
             break
     return outcome
+
+
+def _store_left(store, study: Study, out_dir: Path, progress) -> None:
+    """Store the complete run folders of @study under @out_dir that the
+    store lacks: a session stores its runs when it ends, so a sweep killed
+    (SIGKILL, a power cut) before that left finished runs behind unstored.
+    Loaded now, they are skipped like any stored run, not run again."""
+    from tcpvar.run import store_into
+
+    left = _left_behind(store, study, out_dir)
+    if left:
+        progress(Progress(f"study {study.name}: storing {len(left)} finished runs that an "
+                          f"ended sweep left in {out_dir} unstored"))
+    for run_dir in left:
+        try:
+            store_into(store, run_dir, progress)
+        except TcpvarError as exc:     # run again instead
+            progress(Progress(f"{run_dir}: not stored ({exc}); its run is run again"))
+
+
+def _left_behind(store, study: Study, out_dir: Path) -> list[Path]:
+    """Run folders under @out_dir whose manifest says complete, of a cell
+    and repetition of @study that the store holds no complete run of."""
+    if not out_dir.is_dir():
+        return []
+    done = set(store.con.execute("SELECT cell, repetition FROM runs WHERE study = $1 AND "
+                                 "status = 'complete'", [study.name]).fetchall())
+    wanted = {(c.key, rep) for c in cells(study) for rep in range(1, study.repeat + 1)}
+    left = {}
+    for run_dir in sorted(out_dir.resolve().iterdir()):
+        try:
+            m = read_manifest(run_dir)
+        except InputError:
+            continue
+        cell = ((m.get("study") or {}).get("cell"), m.get("repetition"))
+        if ((m.get("study") or {}).get("name") == study.name and m.get("status") == "complete"
+                and cell in wanted and cell not in done):
+            left.setdefault(cell, run_dir)      # one run per cell and repetition
+    return list(left.values())
 
 
 def _by_kernel(entries: list[Entry], kernel: str | None) -> list[list[Entry]]:

@@ -8,9 +8,12 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
 import statistics
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -97,6 +100,55 @@ def test_resuming_does_nothing(study):
     assert sorted(p.name for p in (tmp / "runs").iterdir()) == before
     con = duckdb.connect(str(tmp / "tcpvar.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 8
+
+
+def test_a_killed_sweep_resumes_from_its_run_folders(tmp_path):
+    """A sweep killed with SIGKILL after its first run finished, before its
+    session stored anything: resumed, it stores that run's folder (the run
+    is skipped, not run again) and runs only the other. The store then holds
+    one run per cell, each from the folder that ran it."""
+    env = {**os.environ, "TCPVAR_OWNERS_DIR": str(tmp_path / "owners")}
+    args = [sys.executable, "-m", "tcpvar.cli", "sweep", "--name", "killed", "--cc",
+            "cubic,reno", "--rtt", "0", "--duration", "3", "--backend", "netns", "--json", "-q"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    first = _first_complete(tmp_path / "runs", proc)
+    proc.kill()
+    proc.wait()
+    with duckdb.connect(str(tmp_path / "tcpvar.duckdb"), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)   # none stored
+    doctor = subprocess.run([sys.executable, "-m", "tcpvar.cli", "doctor"], env=env,
+                            capture_output=True, text=True)
+    assert doctor.returncode == 0, doctor.stderr
+    again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stderr
+    runs = json.loads(again.stdout)["runs"]
+    assert [r["skipped"] for r in runs] == [True, False]
+    assert runs[0]["dir"] == str(first) and runs[1]["dir"] != str(first)
+    assert all(r["status"] == "complete" for r in runs)
+    con = duckdb.connect(str(tmp_path / "tcpvar.duckdb"), read_only=True)
+    stored = con.execute("SELECT dir, cell, repetition FROM runs WHERE study = 'killed' "
+                         "ORDER BY run_id").fetchall()
+    assert [d for d, _, _ in stored] == [r["dir"] for r in runs]
+    assert len({(c, rep) for _, c, rep in stored}) == 2
+    first_cc = json.loads((first / "manifest.json").read_text())["params"]["ccs"]
+    assert first_cc == [runs[0]["cell"]["cc"]]
+
+
+def _first_complete(runs: Path, proc: subprocess.Popen, wait_s: float = 300) -> Path:
+    """The first run folder under @runs whose manifest says complete."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        for m in runs.glob("*/manifest.json"):
+            try:
+                if json.loads(m.read_text())["status"] == "complete":
+                    return m.parent.resolve()
+            except (ValueError, KeyError):
+                pass                # being written
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("no run of the sweep finished")
 
 
 def test_compare_tables(study):
