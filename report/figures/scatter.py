@@ -9,6 +9,7 @@ from itertools import groupby
 from . import color, finish_plain
 
 X, Y = "rtt_p95_ms", "iperf3_mbps"
+MARKERS = "os^D"        # the ten colours come round again: the 11th group is a square
 
 
 def label(key: dict) -> str:
@@ -35,10 +36,11 @@ def draw_scatter(doc: dict):
         if not points:
             continue
         drawn += 1
+        marker = MARKERS[i // 10 % len(MARKERS)]
         ax.scatter([x for x, _ in points], [y for _, y in points], color=color(i), alpha=0.45,
-                   s=18, linewidths=0)
+                   s=18, linewidths=0, marker=marker)
         ax.errorbar(g["mean"][X], g["mean"][Y], xerr=g["ci95"][X], yerr=g["ci95"][Y],
-                    color=color(i), marker="o", markersize=7, capsize=3,
+                    color=color(i), marker=marker, markersize=7, capsize=3,
                     label=f"{label(g['key'])} (n={len(points)})")
     if not drawn:
         ax.text(0.5, 0.5, "no data: no complete run with RTT samples", transform=ax.transAxes,
