@@ -925,7 +925,7 @@ def case_wbrto():
         events = probe.stop()
         rows = trace.stop() if trace else []
         snd = [e for e in events if e.get("dest", "").endswith(f":{PORT}")]
-        keep = ("src", "srtt", "rttvar", "rto", "snd_cwnd", "wbrto_cwnd", "wbrto_max_cwnd",
+        keep = ("t", "src", "srtt", "rttvar", "rto", "snd_cwnd", "wbrto_cwnd", "wbrto_max_cwnd",
                 "wbrto_awnd", "wbrto_c10", "wbrto_a10", "retransmits", "backoff",
                 "total_retrans")
         out[label] = {"iperf": iperf_summary(doc),

@@ -836,24 +836,34 @@ def test_wbrto_rto_in_its_interval(guest_wbrto, label):
     assert len({min(v) for v in by_flow.values()}) > 1
 
 
-@pytest.mark.xfail(strict=False, reason="failed in one of two runs: D 0.044 against 0.038 "
-                   "(n 1807) in a full-suite run, 0.025 (n 1794) alone; which draws the tcp_probe "
-                   "events show after timeouts is not yet understood")
+@pytest.mark.xfail(strict=False, reason="D 0.044 against 0.038 (n 1807) in one full-suite run "
+                   "before draws an ACK gap could have cut short were left out; since then it has "
+                   "passed twice (D 0.023 and 0.017, n 1713 and 1756): lenient until it has passed "
+                   "in several full-suite runs")
 def test_wbrto_rto_uniform(guest_wbrto):
     """Where the RTO is drawn, (rto - lo) / (top - lo) is uniform on (0, 1]:
-    Kolmogorov-Smirnov at the 1 % level, over both runs' distinct draws."""
+    Kolmogorov-Smirnov at the 1 % level, over both runs' draws.
+
+    A draw is made while an ACK is processed and shows in the next event of
+    the flow, the next ACK; a timeout before that ACK doubles the RTO and
+    the event shows a backoff instead. So short draws would be seen less
+    often after long gaps: only draws whose next ACK came before `lo`, the
+    least any draw can be, are counted, and those are seen whatever their
+    value."""
     u = []
     for label in ("medium", "custom"):
         run = guest_wbrto["wbrto"][label]
-        last: dict[str, int] = {}
+        prev: dict[str, dict] = {}
         for e in run["probe_snd"]:
+            before, prev[e["src"]] = prev.get(e["src"]), e
+            if before is None or before["rto"] == e["rto"]:
+                continue                 # the draw this event shows was seen before
             if not (e["srtt"] and e["wbrto_c10"]) or e["backoff"]:
                 continue
             _, _, top = draw(e, run["knobs"])
             lo, top = max(e["srtt"], 200_000), min(top, 120_000_000)
-            if top - lo < 100_000 or last.get(e["src"]) == e["rto"]:
-                continue                 # no room to draw in, or the same draw again
-            last[e["src"]] = e["rto"]
+            if top - lo < 100_000 or (e["t"] - before["t"]) * 1e6 >= lo:
+                continue                 # no room to draw in, or it could have fired first
             u.append((e["rto"] - lo) / (top - lo))
     u.sort()
     n = len(u)
