@@ -281,13 +281,15 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
 
 
 def _store_left(store, study: Study, out_dir: Path, progress) -> None:
-    """Store the complete run folders of @study under @out_dir that the
-    store lacks: a session stores its runs when it ends, so a sweep killed
-    (SIGKILL, a power cut) before that left finished runs behind unstored.
-    Loaded now, they are skipped like any stored run, not run again."""
+    """Store the complete run folders under @out_dir of this shard's runs
+    of @study that the store lacks: a session stores its runs when it ends,
+    so a sweep killed (SIGKILL, a power cut) before that left finished runs
+    behind unstored. Stored now, they are skipped like any stored run."""
     from tcpvar.run import store_into
 
-    left = _left_behind(store, study, out_dir)
+    todo = {(e.cell.key, e.repetition) for e in plan(store, study)
+            if not (e.skipped or e.elsewhere)}
+    left = _left_behind(study.name, todo, out_dir)
     if left:
         progress(Progress(f"study {study.name}: storing {len(left)} finished runs that an "
                           f"ended sweep left in {out_dir} unstored"))
@@ -298,24 +300,21 @@ def _store_left(store, study: Study, out_dir: Path, progress) -> None:
             progress(Progress(f"{run_dir}: not stored ({exc}); its run is run again"))
 
 
-def _left_behind(store, study: Study, out_dir: Path) -> list[Path]:
-    """Run folders under @out_dir whose manifest says complete, of a cell
-    and repetition of @study that the store holds no complete run of."""
-    if not out_dir.is_dir():
+def _left_behind(name: str, todo: set[tuple[str, int]], out_dir: Path) -> list[Path]:
+    """Run folders under @out_dir whose manifest says complete, of study
+    @name and a (cell, repetition) in @todo; one for each."""
+    if not todo or not out_dir.is_dir():
         return []
-    done = set(store.con.execute("SELECT cell, repetition FROM runs WHERE study = $1 AND "
-                                 "status = 'complete'", [study.name]).fetchall())
-    wanted = {(c.key, rep) for c in cells(study) for rep in range(1, study.repeat + 1)}
     left = {}
     for run_dir in sorted(out_dir.resolve().iterdir()):
         try:
             m = read_manifest(run_dir)
         except InputError:
             continue
-        cell = ((m.get("study") or {}).get("cell"), m.get("repetition"))
-        if ((m.get("study") or {}).get("name") == study.name and m.get("status") == "complete"
-                and cell in wanted and cell not in done):
-            left.setdefault(cell, run_dir)      # one run per cell and repetition
+        tag = m.get("study") or {}
+        run = (tag.get("cell"), m.get("repetition"))
+        if tag.get("name") == name and m.get("status") == "complete" and run in todo:
+            left.setdefault(run, run_dir)
     return list(left.values())
 
 
