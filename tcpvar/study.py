@@ -249,8 +249,9 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
     from tcpvar.run import STORE_WAIT_S, RunRequest, execute
 
     with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
-        _store_left(store, study, out_dir, progress)
         entries = plan(store, study)
+        if _store_left(store, study.name, entries, out_dir, progress):
+            entries = plan(store, study)
     todo = [e for e in entries if not (e.skipped or e.elsewhere)]
     outcome = SweepOutcome(study, entries)
     held = sum(e.skipped for e in entries)
@@ -280,24 +281,25 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
     return outcome
 
 
-def _store_left(store, study: Study, out_dir: Path, progress) -> None:
-    """Store the complete run folders under @out_dir of this shard's runs
-    of @study that the store lacks: a session stores its runs when it ends,
-    so a sweep killed (SIGKILL, a power cut) before that left finished runs
-    behind unstored. Stored now, they are skipped like any stored run."""
+def _store_left(store, name: str, entries: list[Entry], out_dir: Path, progress) -> bool:
+    """Store the complete run folders under @out_dir of the runs of study
+    @name that @entries (this shard's plan) has yet to run: a session stores
+    its runs when it ends, so a sweep killed (SIGKILL, a power cut) before
+    that left finished runs behind unstored. Stored now, they are skipped
+    like any stored run. Whether any was stored."""
     from tcpvar.run import store_into
 
-    todo = {(e.cell.key, e.repetition) for e in plan(store, study)
-            if not (e.skipped or e.elsewhere)}
-    left = _left_behind(study.name, todo, out_dir)
+    todo = {(e.cell.key, e.repetition) for e in entries if not (e.skipped or e.elsewhere)}
+    left = _left_behind(name, todo, out_dir)
     if left:
-        progress(Progress(f"study {study.name}: storing {len(left)} finished runs that an "
+        progress(Progress(f"study {name}: storing {len(left)} finished runs that an "
                           f"ended sweep left in {out_dir} unstored"))
     for run_dir in left:
         try:
             store_into(store, run_dir, progress)
         except TcpvarError as exc:     # run again instead
             progress(Progress(f"{run_dir}: not stored ({exc}); its run is run again"))
+    return bool(left)
 
 
 def _left_behind(name: str, todo: set[tuple[str, int]], out_dir: Path) -> list[Path]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from conftest import tcpvar_main
+from conftest import tcpvar_main, tcpvar_process
 
 GRID = ("--name", "grid", "--cc", "cubic,reno", "--rtt", "20,40", "--repeat", 2,
         "--duration", 3, "--bw", "10mbit", "--backend", "vm")
@@ -108,20 +108,18 @@ def test_a_killed_sweep_resumes_from_its_run_folders(tmp_path):
     is skipped, not run again) and runs only the other. The store then holds
     one run per cell, each from the folder that ran it."""
     env = {**os.environ, "TCPVAR_OWNERS_DIR": str(tmp_path / "owners")}
-    args = [sys.executable, "-m", "tcpvar.cli", "sweep", "--name", "killed", "--cc",
-            "cubic,reno", "--rtt", "0", "--duration", "3", "--backend", "netns", "--json", "-q"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    args = ["sweep", "--name", "killed", "--cc", "cubic,reno", "--rtt", "0", "--duration", "3",
+            "--backend", "netns", "--json", "-q"]
+    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     first = _first_complete(tmp_path / "runs", proc)
     proc.kill()
     proc.wait()
     with duckdb.connect(str(tmp_path / "tcpvar.duckdb"), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM runs").fetchone() == (0,)   # none stored
-    doctor = subprocess.run([sys.executable, "-m", "tcpvar.cli", "doctor"], env=env,
-                            capture_output=True, text=True)
+    doctor = tcpvar_process("doctor", env=env)
     assert doctor.returncode == 0, doctor.stderr
-    again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
-                           timeout=600)
+    again = tcpvar_process(*args, cwd=tmp_path, env=env, timeout=600)
     assert again.returncode == 0, again.stderr
     runs = json.loads(again.stdout)["runs"]
     assert [r["skipped"] for r in runs] == [True, False]
