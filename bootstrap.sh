@@ -30,12 +30,10 @@ $SUDO apt-get install -y -q --no-install-recommends \
 # kernel-patches/: Debian's kernel source at the pinned version (another
 # version would not take the series), what building a kernel with BTF needs
 # (pahole is in dwarves), and a deb-src entry (mirroring the deb one) for
-# `apt-get source iproute2`, whose tc gets the ngwa qdisc; bpftrace: the kernel
-# tests read each socket's RTO inputs with it, beside the series' tracepoint
+# `apt-get source iproute2`, whose tc gets the ngwa qdisc
 KSRC="linux-source-6.1=$(cat kernel-patches/VERSION)"
 $SUDO apt-get install -y -q --no-install-recommends \
-	git bc bison flex cpio dwarves libssl-dev pkg-config dpkg-dev libmnl-dev xz-utils \
-	bpftrace
+	git bc bison flex cpio dwarves libssl-dev pkg-config dpkg-dev libmnl-dev xz-utils
 if ! $SUDO apt-get install -y -q --no-install-recommends "$KSRC"; then
 	echo "bootstrap: $KSRC is not in apt's lists: tcpvar kernel build (--ngwa, --wbrto)" \
 		"will not work; everything else will" >&2

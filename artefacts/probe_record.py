@@ -40,6 +40,7 @@ COLUMNS = (
     Column("srtt_us", "UINTEGER", "us"),
     Column("rttvar_us", "UINTEGER", "us"),
     Column("rto_us", "UINTEGER", "us"),
+    Column("rto_var_us", "UINTEGER", "us"),
     Column("packets_out", "UINTEGER", "packets"),
     Column("retrans_out", "UINTEGER", "packets"),
     Column("lost_out", "UINTEGER", "packets"),
@@ -59,19 +60,25 @@ COLUMNS = (
 )
 NAMES = tuple(c.name for c in COLUMNS)
 TYPES = {c.name: c.type for c in COLUMNS}
-# columns added since the first records: older records load without them
-ADDED = ("wbrto_cwnd",)
+# columns added since the first records, oldest first: a record written
+# before one of them lacks it and every later one
+ADDED = ("wbrto_cwnd", "rto_var_us")
 
 # tracepoint fields whose column has another name; src and dest each give
 # an address and a port column, every other field keeps its name
 TRACEPOINT_RENAMES = {"sock_cookie": "cookie", "srtt": "srtt_us", "rttvar": "rttvar_us",
-                      "rto": "rto_us"}
+                      "rto": "rto_us", "rto_var": "rto_var_us"}
 TRACEPOINT_ENDPOINTS = {"src": ("saddr", "sport"), "dest": ("daddr", "dport")}
 # tracepoint fields printed in hex (%#x, %llx)
 TRACEPOINT_HEX = {"sock_cookie", "snd_nxt", "snd_una"}
 # tracepoint fields with no column (newer kernels add the socket's and the
 # segment's kernel addresses to the stock tracepoint)
 TRACEPOINT_DROPPED = {"family", "mark", "skbaddr", "skaddr"}
+
+
+def headers() -> list[list[str]]:
+    """The column lists a record may have: today's, then each older one."""
+    return [[c for c in NAMES if c not in ADDED[k:]] for k in range(len(ADDED), -1, -1)]
 
 
 def header() -> str:

@@ -41,8 +41,7 @@ def load_probe(target, run_id: int, csv_path: str | Path, flows=()) -> int:
     con = getattr(target, "con", target)
     path = Path(csv_path)
     header = _header(path)
-    older = [c for c in record.NAMES if c not in record.ADDED]
-    if header not in (list(record.NAMES), older):
+    if header not in record.headers():
         raise InputError(f"{path}: not a tcp_probe record (its header is not the one of "
                          f"docs/probe.md)")
     pairs = {}

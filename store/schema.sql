@@ -218,6 +218,7 @@ CREATE TABLE IF NOT EXISTS probe_events (
     srtt_us       UINTEGER,
     rttvar_us     UINTEGER,
     rto_us        UINTEGER,
+    rto_var_us    UINTEGER,             -- the term the RTO adds to srtt (tp->rttvar_us)
     packets_out   UINTEGER,
     retrans_out   UINTEGER,
     lost_out      UINTEGER,
@@ -245,6 +246,8 @@ FROM flows f
 WHERE e.side IS NULL AND e.flow IS NOT NULL AND f.run_id = e.run_id AND f.flow = e.flow;
 -- stores written before WB-RTO reported the cwnd of its draw
 ALTER TABLE probe_events ADD COLUMN IF NOT EXISTS wbrto_cwnd UINTEGER;
+-- stores written before tcp_probe reported the RTO's variance term
+ALTER TABLE probe_events ADD COLUMN IF NOT EXISTS rto_var_us UINTEGER;
 -- stores written before studies: runs get their study and cell columns
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS study VARCHAR;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS cell VARCHAR;

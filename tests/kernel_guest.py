@@ -332,43 +332,6 @@ def netstat(name=None) -> dict:
     return values
 
 
-class BpfTrace:
-    """bpftrace printing, at each tcp_probe event of a sender socket to PORT,
-    its local port, srtt_us, rttvar_us, icsk_rto (jiffies) and icsk_backoff,
-    read from the socket itself (BTF): the RTO's inputs and result, from
-    outside the code that computes them."""
-
-    PROGRAM = """rawtracepoint:tcp_probe
-{
-    $sk = (struct sock *)arg0;
-    if ($sk->__sk_common.skc_dport == %d) {
-        $tp = (struct tcp_sock *)arg0;
-        $icsk = (struct inet_connection_sock *)arg0;
-        printf("%%u %%u %%u %%u %%u\\n", $sk->__sk_common.skc_num, $tp->srtt_us,
-               $tp->rttvar_us, $icsk->icsk_rto, $icsk->icsk_backoff);
-    }
-}"""
-
-    def __init__(self, path: Path, timeout=300.0):
-        self.path = path
-        port_be = struct.unpack("<H", struct.pack(">H", PORT))[0]
-        self.out = open(path, "w")
-        self.proc = subprocess.Popen(["bpftrace", "-e", self.PROGRAM % port_be],
-                                     stdout=self.out, stderr=subprocess.PIPE)
-        end = time.monotonic() + timeout      # LLVM compiles the program first
-        while "Attaching" not in path.read_text():
-            if self.proc.poll() is not None or time.monotonic() > end:
-                raise RuntimeError(f"bpftrace: {self.proc.stderr.read().decode()[-500:]}")
-            time.sleep(0.5)
-
-    def stop(self) -> list[list[int]]:
-        self.proc.send_signal(signal.SIGINT)
-        self.proc.wait(timeout=120)
-        self.out.close()
-        return [list(map(int, line.split())) for line in self.path.read_text().splitlines()
-                if re.fullmatch(r"\d+( \d+){4}", line)]
-
-
 # --- traffic made in this process, its sockets in the namespaces ----------------
 
 def in_thread(fn, *args) -> threading.Thread:
@@ -906,33 +869,25 @@ WBRTO_KNOBS = ("tcp_wbrto", "tcp_wbrto_scale", "tcp_wbrto_unit_ms", "tcp_wbrto_t
 
 def case_wbrto():
     """Many Reno flows over a small bottleneck, WB-RTO off and on: the
-    senders' tcp_probe events, and bpftrace's reading of each socket's RTO
-    inputs and RTO at the same events."""
+    senders' tcp_probe events, with the RTO's inputs and the RTO itself."""
     out = {}
     testbed(rate="1mbit", delay_ms=20, r1_qdisc="bfifo", r1_limit=15000, r2_ngwa=False)
     for label, knobs in WBRTO_RUNS.items():
         for n in ("snd", "rcv"):
             ns(n, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=reno",
                *(f"net.ipv4.{k}={v}" for k, v in knobs.items()))
-        trace, bpf_error = None, None
-        try:
-            trace = BpfTrace(OUT / f"wbrto_{label}.bpftrace")
-        except (OSError, RuntimeError) as exc:     # the other checks need no bpftrace
-            bpf_error = str(exc)[-300:]
         probe = Probe()
         doc = iperf(seconds=int(os.environ.get("WBRTO_SECONDS", "12")),
                     parallel=int(os.environ.get("WBRTO_FLOWS", "12")))
         events = probe.stop()
-        rows = trace.stop() if trace else []
         snd = [e for e in events if e.get("dest", "").endswith(f":{PORT}")]
-        keep = ("t", "src", "srtt", "rttvar", "rto", "snd_cwnd", "wbrto_cwnd", "wbrto_max_cwnd",
-                "wbrto_awnd", "wbrto_c10", "wbrto_a10", "retransmits", "backoff",
-                "total_retrans")
+        keep = ("t", "src", "srtt", "rttvar", "rto", "rto_var", "snd_cwnd", "wbrto_cwnd",
+                "wbrto_max_cwnd", "wbrto_awnd", "wbrto_c10", "wbrto_a10", "retransmits",
+                "backoff", "total_retrans")
         out[label] = {"iperf": iperf_summary(doc),
                       "knobs": {k: " ".join(read_sysctl("snd", f"net.ipv4.{k}").split())
                                 for k in WBRTO_KNOBS},
-                      "probe_snd": [{k: e[k] for k in keep} for e in snd][-6000:],
-                      "bpftrace": rows[-20000:], "bpftrace_error": bpf_error}
+                      "probe_snd": [{k: e[k] for k in keep} for e in snd][-6000:]}
     teardown()
     RESULTS["wbrto"] = out
 

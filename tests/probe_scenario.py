@@ -185,6 +185,24 @@ def compare_ss(hook: list[dict], samples: list[dict]) -> dict:
     return res
 
 
+def stock_rto_us(srtt_us: int, rto_var_us: int, hz: int) -> int:
+    """The RTO Linux's tcp_set_rto() sets from srtt and rttvar_us, computed
+    here: usecs_to_jiffies(srtt + rttvar) (rounded up), at most TCP_RTO_MAX
+    (120 s), back in µs."""
+    usec = 1_000_000 // hz
+    return min(-(-(srtt_us + rto_var_us) // usec), 120 * hz) * usec
+
+
+def stock_rto_matches(hook: list[dict], hz: int) -> dict:
+    """The hook's events with an RTT estimate and no backoff, and those whose
+    rto_us is the stock RTO of their own srtt_us and rto_var_us."""
+    ev = [r for r in hook if int(r["srtt_us"]) and r["backoff"] == "0"]
+    bad = [r for r in ev
+           if int(r["rto_us"]) != stock_rto_us(int(r["srtt_us"]), int(r["rto_var_us"]), hz)]
+    return {"events": len(ev), "same": len(ev) - len(bad),
+            "examples": [{k: r[k] for k in ("srtt_us", "rto_var_us", "rto_us")} for r in bad[:5]]}
+
+
 def loss_episodes(hook: list[dict], cookie: int) -> dict:
     evs = by_cookie(hook).get(cookie, [])
     loss = [e for e in evs if e["ca_state"] == "4"]
@@ -259,6 +277,7 @@ def run(out: Path, seconds: float = 8, blackhole_at: float = 4.5,
                                               if int(r["cookie"]) == data_cookie), 0)),
                            "daddr": RCV_ADDR, "dport": PORT}
     result["loss"] = loss_episodes(hook_rows, data_cookie)
+    result["stock_rto"] = stock_rto_matches(hook_rows, int(result["hook"]["hz"]))
     result["units"] = {"rto_us_multiple_of_1000": all(int(r["rto_us"]) % 1000 == 0
                                                       for r in hook_rows),
                        "rto_min_us": min((int(r["rto_us"]) for r in hook_rows), default=0)}

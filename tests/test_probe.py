@@ -110,6 +110,14 @@ def test_rto_and_rttvar_agree_with_ss(scenario):
     assert ss["srtt_ok"] == ss["samples"], ss["examples"]
 
 
+def test_rto_is_the_stock_one_of_srtt_and_rto_var(scenario):
+    """Wherever the timer has not backed off, the RTO the hook read is what
+    the stock tcp_set_rto() computes from the srtt and rto_var it read."""
+    stock = scenario["stock_rto"]
+    assert stock["events"] > 1000
+    assert stock["same"] == stock["events"], stock["examples"]
+
+
 def test_timeouts_show_loss_state(scenario):
     loss = scenario["loss"]
     assert loss["loss_events"] >= 1
@@ -149,6 +157,22 @@ def test_ingest_and_rto_views(scenario, tmp_path):
         assert m == scenario["stock"]["events"]
         assert store.con.execute("SELECT count(rto_us), count(snd_cwnd) FROM probe_events "
                                  "WHERE run_id = 8").fetchone() == (0, m)
+
+
+@pytest.mark.parametrize("missing", [["rto_var_us"], ["rto_var_us", "wbrto_cwnd"]])
+def test_older_records_load(scenario, tmp_path, missing):
+    """A record written before a column was added (probe_record.ADDED)
+    loads, every event with it, the missing column empty."""
+    rows = ps.read_csv(scenario["out"] / "bpf" / probe.CSV_NAME)
+    names = [c for c in probe_record.NAMES if c not in missing]
+    path = tmp_path / probe.CSV_NAME
+    path.write_text(",".join(names) + "\n" + "".join(
+        ",".join(r[c] for c in names) + "\n" for r in rows))
+    with Store(tmp_path / "t.duckdb") as store:
+        assert load_probe(store, 1, path, []) == len(rows)
+        got = store.con.execute("SELECT count(rto_var_us), sum(srtt_us) FROM probe_events"
+                                ).fetchone()
+    assert got == (0, sum(int(r["srtt_us"]) for r in rows))
 
 
 def test_cleanup(scenario):

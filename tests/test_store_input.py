@@ -116,6 +116,20 @@ def test_a_version_1_store_is_read_then_migrated(stored):
     assert paths(stored) == [SMALL.name, LARGE.name]
 
 
+def test_a_store_from_before_rto_var_gets_the_column(stored):
+    """probe_events of a store written before the rto_var_us column: the
+    next writer adds it, and probe_timeline shows it."""
+    con = duckdb.connect(str(stored))
+    con.execute("ALTER TABLE probe_events DROP COLUMN rto_var_us")
+    con.execute("DELETE FROM meta WHERE key = 'schema_digest'")
+    con.close()
+    assert tcpvar("analyze", "-q", "--db", stored, LARGE).returncode == 0
+    res = tcpvar("query", "--db", stored, "--csv",
+                 "SELECT count(*) AS n, count(rto_var_ms) AS v FROM probe_timeline")
+    assert res.returncode == 0 and res.stdout.split() == ["n,v", "0,0"], res.stderr
+    assert paths(stored) == [SMALL.name, LARGE.name]
+
+
 def test_held_by_another_writer(stored):
     """DuckDB lets one process write a store: the second one fails clearly,
     naming the holder, and the first one's data stay."""

@@ -131,6 +131,7 @@ SELECT e.run_id,
        e.ts_ns, (e.ts_ns - coalesce(c.first_ns, r.started_ns, e.first_ns)) / 1e9 AS t_s,
        e.snd_cwnd, e.ssthresh,
        e.srtt_us / 1e3 AS srtt_ms, e.rttvar_us / 1e3 AS rttvar_ms, e.rto_us / 1e3 AS rto_ms,
+       e.rto_var_us / 1e3 AS rto_var_ms,
        e.packets_out, e.retrans_out, e.lost_out, e.sacked_out,
        e.ca_state,
        CASE e.ca_state WHEN 0 THEN 'Open' WHEN 1 THEN 'Disorder' WHEN 2 THEN 'CWR'

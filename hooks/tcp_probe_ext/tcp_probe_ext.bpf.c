@@ -222,6 +222,7 @@ static __always_inline void submit(struct tpe_event *e)
 	e->rcv_wnd = GET(tp, rcv_wnd);                                                \
 	e->srtt_us = GET(tp, srtt_us) >> 3;                                           \
 	e->rttvar_us = GET(tp, mdev_us) >> 2;                                         \
+	e->rto_var_us = GET(tp, rttvar_us);                                           \
 	e->packets_out = GET(tp, packets_out);                                        \
 	e->retrans_out = GET(tp, retrans_out);                                        \
 	e->lost_out = GET(tp, lost_out);                                              \
@@ -231,7 +232,7 @@ static __always_inline void submit(struct tpe_event *e)
 	e->retransmits = GET(tp, inet_conn.icsk_retransmits);                         \
 	e->backoff = GET(tp, inet_conn.icsk_backoff);                                 \
 	e->pacing_rate = GET(sk, sk_pacing_rate);                                     \
-	e->pad = 0;                                                                   \
+	__builtin_memset(e->pad, 0, sizeof(e->pad));                                  \
 	submit(e);                                                                    \
 	return 0;
 

@@ -28,10 +28,10 @@
 
 #define CSV_HEADER                                                                    \
 	"ts_ns,cookie,saddr,sport,daddr,dport,data_len,snd_nxt,snd_una,snd_cwnd,"     \
-	"ssthresh,snd_wnd,rcv_wnd,srtt_us,rttvar_us,rto_us,packets_out,retrans_out,"  \
-	"lost_out,sacked_out,ca_state,retransmits,backoff,delivered,total_retrans,"   \
-	"pacing_rate,wbrto_cwnd,wbrto_max_cwnd,wbrto_awnd,wbrto_c10,wbrto_a10,"     \
-	"ngwa_window\n"
+	"ssthresh,snd_wnd,rcv_wnd,srtt_us,rttvar_us,rto_us,rto_var_us,packets_out,"   \
+	"retrans_out,lost_out,sacked_out,ca_state,retransmits,backoff,delivered,"     \
+	"total_retrans,pacing_rate,wbrto_cwnd,wbrto_max_cwnd,wbrto_awnd,wbrto_c10,"   \
+	"wbrto_a10,ngwa_window\n"
 
 static volatile sig_atomic_t stop;
 static bool verbose;
@@ -232,6 +232,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	U(e->srtt_us);
 	U(e->rttvar_us);
 	U(e->rto_us);
+	U(e->rto_var_us);
 	U(e->packets_out);
 	U(e->retrans_out);
 	U(e->lost_out);

@@ -39,6 +39,7 @@ struct tpe_event {
 	__u32 srtt_us;        /* srtt_us >> 3 */
 	__u32 rttvar_us;      /* mdev_us >> 2, as tcp_info's tcpi_rttvar */
 	__u32 rto_us;         /* icsk_rto converted from jiffies */
+	__u32 rto_var_us;     /* rttvar_us, the term the RTO adds to srtt */
 	__u32 packets_out;
 	__u32 retrans_out;
 	__u32 lost_out;
@@ -48,7 +49,7 @@ struct tpe_event {
 	__u8 ca_state;        /* 0 Open .. 4 Loss */
 	__u8 retransmits;     /* icsk_retransmits */
 	__u8 backoff;         /* icsk_backoff */
-	__u8 pad;
+	__u8 pad[5];          /* to a multiple of 8 bytes, zeroed */
 };
 
 #endif
