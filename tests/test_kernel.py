@@ -837,10 +837,6 @@ def test_wbrto_rto_in_its_interval(guest_wbrto, label):
     assert len({min(v) for v in by_flow.values()}) > 1
 
 
-@pytest.mark.xfail(strict=False, reason="D 0.044 against 0.038 (n 1807) in one full-suite run "
-                   "before draws an ACK gap could have cut short were left out; since then it has "
-                   "passed twice (D 0.023 and 0.017, n 1713 and 1756): lenient until it has passed "
-                   "in several full-suite runs")
 def test_wbrto_rto_uniform(guest_wbrto):
     """Where the RTO is drawn, (rto - lo) / (top - lo) is uniform on (0, 1]:
     Kolmogorov-Smirnov at the 1 % level, over both runs' draws.

@@ -68,3 +68,10 @@ def test_guest_ss_and_loss(guest_result):
     assert loss["loss_events"] >= 1 and loss["max_backoff"] >= 1
     assert loss["total_retrans"] > 0
     assert guest_result["units"]["rto_min_us"] >= 200_000
+
+
+def test_guest_rto_is_the_stock_one(guest_result):
+    """On Debian's 6.1 too, every RTO outside a backoff is the stock one of
+    the srtt and rto_var the hook read beside it (HZ 250: 4 ms jiffies)."""
+    stock = guest_result["stock_rto"]
+    assert stock["events"] > 500 and stock["same"] == stock["events"], stock["examples"]
