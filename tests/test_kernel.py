@@ -8,8 +8,9 @@ only looks it up); the guest side is tests/kernel_guest.py, which writes
 what it saw into a folder shared with the VM. The checks here hold it to
 independent truths: tshark's reading of the captures (with the NGWA
 dissector for the option's value), `tc -s`, the stock RTO computed from
-each tcp_probe event, and the papers' equations computed by hand. Few boots: each runs
-several cases, and each boot's kernel log must hold no sanitizer report.
+each tcp_probe event, and the papers' equations computed by hand. Few
+boots: each runs several cases, and each boot's kernel log must hold no
+sanitizer report.
 """
 from __future__ import annotations
 
@@ -880,7 +881,7 @@ def test_wbrto_off_is_stock_bit_for_bit(guest_wbrto, kernel_config):
     stock code computes from their own srtt and rttvar_us (the tracepoint's
     rto_var, read from the socket beside the RTO); with WB-RTO on, hardly
     any is. Events after a timeout (backoff) are left out: there the RTO is
-    the stock one doubled."""
+    the stock one doubled at each timeout."""
     hz = int(re.search(r"^CONFIG_HZ=(\d+)$", kernel_config, re.M).group(1))
     n, same = stock_share(guest_wbrto["wbrto"]["off"]["probe_snd"], hz)
     assert n > 500 and same == n, (n, same)
