@@ -193,10 +193,11 @@ def stock_rto_us(srtt_us: int, rto_var_us: int, hz: int) -> int:
     return min(-(-(srtt_us + rto_var_us) // usec), 120 * hz) * usec
 
 
-def stock_rto_matches(hook: list[dict], hz: int) -> dict:
-    """The hook's events with an RTT estimate and no backoff, and those whose
-    rto_us is the stock RTO of their own srtt_us and rto_var_us."""
-    ev = [r for r in hook if int(r["srtt_us"]) and r["backoff"] == "0"]
+def stock_rto_matches(events: list[dict], hz: int) -> dict:
+    """The events (rows of the record, numbers or their text) with an RTT
+    estimate and no backoff, and those whose rto_us is the stock RTO of
+    their own srtt_us and rto_var_us."""
+    ev = [r for r in events if int(r["srtt_us"]) and not int(r["backoff"])]
     bad = [r for r in ev
            if int(r["rto_us"]) != stock_rto_us(int(r["srtt_us"]), int(r["rto_var_us"]), hz)]
     return {"events": len(ev), "same": len(ev) - len(bad),

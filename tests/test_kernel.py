@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from probe_scenario import stock_rto_us
+from probe_scenario import stock_rto_matches
+from tcpvar.artefacts.probe_record import TRACEPOINT_RENAMES
 from tcpvar.capture import vm
 from tcpvar.capture.kernel_build import cached, patched_kernel, patched_tc, run_build
 from tcpvar.errors import KernelBuildError
@@ -871,9 +872,11 @@ def test_wbrto_rto_uniform(guest_wbrto):
 
 def stock_share(events: list[dict], hz: int) -> tuple[int, int]:
     """(events with an RTT estimate and no backoff, those whose RTO is what
-    the stock tcp_set_rto() computes from the same event's srtt and rto_var)."""
-    ev = [e for e in events if e["srtt"] and not e["backoff"]]
-    return len(ev), sum(e["rto"] == stock_rto_us(e["srtt"], e["rto_var"], hz) for e in ev)
+    the stock tcp_set_rto() computes from the same event's srtt and rto_var):
+    stock_rto_matches over the tracepoint's fields under their column names."""
+    renamed = [{TRACEPOINT_RENAMES.get(k, k): v for k, v in e.items()} for e in events]
+    found = stock_rto_matches(renamed, hz)
+    return found["events"], found["same"]
 
 
 def test_wbrto_off_is_stock_bit_for_bit(guest_wbrto, kernel_config):
