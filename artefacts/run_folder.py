@@ -18,10 +18,10 @@ only.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
+from tcpvar import safe_write
 from tcpvar.errors import InputError
 
 MANIFEST = "manifest.json"
@@ -63,10 +63,9 @@ def folder_name(mode: str, ccs: list[str], tag: str, number: int) -> str:
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> None:
-    """Atomically: a reader never sees half a manifest."""
-    tmp = Path(run_dir) / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, Path(run_dir) / MANIFEST)
+    """Atomically: a reader never sees half a manifest (nor a symlink planted
+    in the folder gets it)."""
+    safe_write.write_text(Path(run_dir) / MANIFEST, json.dumps(manifest, indent=1))
 
 
 def read_manifest(run_dir: Path) -> dict:

@@ -9,6 +9,8 @@ import html
 import io
 from pathlib import Path
 
+from tcpvar import safe_write
+
 from . import figures
 from .runs import RUN_COLUMNS, flow_row, run_title, summary_lines
 from .tables import CONN_COLUMNS, conn_rows
@@ -84,7 +86,4 @@ def render(title: str, parts: list[dict]) -> str:
 def write(title: str, parts: list[dict], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(render(title, parts))
-    tmp.replace(path)
-    return path
+    return safe_write.write_text(path, render(title, parts))

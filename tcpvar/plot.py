@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tcpvar import safe_write
 from tcpvar.analyzers import figures
 from tcpvar.errors import InputError, UsageError
 
@@ -77,7 +78,9 @@ def figure(store, subj, kind: str, options: PlotOptions) -> dict:
 
 
 def default_output(subj, kind: str) -> Path:
-    return Path(f"{subj.name}-{kind}.png")
+    """NAME-KIND.png in the working folder: NAME comes from the store (a
+    merged one may be anyone's), so it is made a bare file name."""
+    return Path(f"{safe_write.file_name(subj.name)}-{kind}.png")
 
 
 def capture_figures(store, capture_id: int, path: Path, out_dir: Path,

@@ -12,7 +12,8 @@ import duckdb
 
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.analyzers.series import build_run_series
-from tcpvar.artefacts.run_folder import REPORT, read_manifest
+from tcpvar import safe_write
+from tcpvar.artefacts.run_folder import FIGURES, REPORT, read_manifest
 from tcpvar.capture import probe
 from tcpvar.capture.session import SessionRequest, capture
 from tcpvar.errors import InputError, StoreError, TcpvarError
@@ -72,6 +73,7 @@ def _write_reports(db_path: str, summaries: list[dict], progress) -> None:
             progress(Progress(f"drawing the figures of {run_dir.name}"))
             try:
                 parts = run_outputs(store, s["run_id"], run_dir)
+                safe_write.inner_folder(run_dir, FIGURES)
             except TcpvarError:
                 continue
             for doc in parts[0]["figures"]:

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tcpvar import safe_write
 from tcpvar.artefacts.probe_record import CSV_NAME, JSON_NAME
 
 
@@ -66,7 +67,7 @@ class Recorder:
                "filter": self.filter_doc(), "reason": self.reason,
                "started_ns": self.started_ns, "stopped_ns": self.stopped_ns,
                **stats.detail}
-        self.json_path.write_text(json.dumps(doc, indent=1) + "\n")
+        safe_write.write_text(self.json_path, json.dumps(doc, indent=1) + "\n")
 
     def __enter__(self):
         self.start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tcpvar import safe_write
 from tcpvar.artefacts import probe_record as record
 from tcpvar.capture.probe.recorder import norm_addr
 
@@ -39,7 +40,7 @@ def convert_trace(raw: Path, csv_path: Path, offset_ns: int, addrs: list[str]) -
     """trace_pipe text -> tcp_probe.csv; returns the events written."""
     wanted = set(addrs)
     events = 0
-    with open(raw, errors="replace") as src, open(csv_path, "w") as out:
+    with open(raw, errors="replace") as src, safe_write.replacing(csv_path) as out:
         out.write(record.header())
         buf = []
         for line in src:

@@ -10,11 +10,13 @@ import subprocess
 import time
 from pathlib import Path
 
+from tcpvar import safe_write
 from tcpvar.artefacts import run_folder as layout
 from tcpvar.capture.probe.recorder import CSV_NAME, JSON_NAME, ProbeStats, Recorder, port_filter
 from tcpvar.capture.probe.trace_text import convert_trace
-from tcpvar.errors import ProbeError
+from tcpvar.errors import InputError, ProbeError
 
+TRACE_NAME = "tcp_probe.trace"    # the raw trace a deferred recorder leaves
 TRACEFS_MOUNTS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 
 
@@ -102,7 +104,7 @@ class TracefsRecorder(Recorder):
         self.boot_enabled = boot_enabled
         self.instance: Path | None = None
         self.cat: subprocess.Popen | None = None
-        self.raw_path = self.out_dir / "tcp_probe.trace"
+        self.raw_path = self.out_dir / TRACE_NAME
         self.offset_ns = 0
 
     def start(self) -> None:
@@ -227,20 +229,31 @@ class TracefsRecorder(Recorder):
 def convert_pending(out_dir: Path) -> int | None:
     """Convert the trace a recorder left for later (tcp_probe.json names it)
     into tcp_probe.csv, and put the events into tcp_probe.json and the run's
-    manifest; the events, or None when nothing was pending."""
+    manifest; the events, or None when nothing was pending. The folder may be
+    someone else's: the trace must be the file a recorder leaves (TRACE_NAME,
+    no symlink), and what is written replaces files, never writes through
+    them (InputError otherwise)."""
     json_path = out_dir / JSON_NAME
     try:
         doc = json.loads(json_path.read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
-    name = doc.get("trace")
-    if not name or not (out_dir / name).is_file():
+    if not isinstance(doc, dict) or not doc.get("trace"):
         return None
-    raw = out_dir / name
-    events = convert_trace(raw, out_dir / CSV_NAME, doc["offset_ns"], doc["filter"]["addrs"])
+    if doc["trace"] != TRACE_NAME:
+        raise InputError(f"{json_path}: names the trace {doc['trace']!r}; a recorder "
+                         f"leaves only {TRACE_NAME}")
+    raw = out_dir / TRACE_NAME
+    if not safe_write.is_regular_file(raw):
+        return None
+    offset_ns, addrs = doc.get("offset_ns"), (doc.get("filter") or {}).get("addrs")
+    if not isinstance(offset_ns, int) or not (isinstance(addrs, list)
+                                              and all(isinstance(a, str) for a in addrs)):
+        raise InputError(f"{json_path}: a pending trace without its offset_ns or filter.addrs")
+    events = convert_trace(raw, out_dir / CSV_NAME, offset_ns, addrs)
     doc["events"] = events
     del doc["trace"]
-    json_path.write_text(json.dumps(doc, indent=1) + "\n")
+    safe_write.write_text(json_path, json.dumps(doc, indent=1) + "\n")
     raw.unlink()
     if (out_dir / layout.MANIFEST).is_file():
         manifest = layout.read_manifest(out_dir)

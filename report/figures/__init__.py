@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tcpvar import safe_write
 from tcpvar.errors import UsageError
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -158,7 +159,8 @@ def save(doc: dict, path: str | Path, dpi: int = DPI) -> Path:
     path = Path(path)
     fig = draw(doc)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi, metadata=_metadata(path))
+    with safe_write.replacing(path, "wb") as fh:
+        fig.savefig(fh, format=path.suffix[1:].lower(), dpi=dpi, metadata=_metadata(path))
     return path
 
 

@@ -1,0 +1,184 @@
+"""Run folders and stores from someone else (docs/security.md): `load`,
+`report` and `plot` of a folder planted with traversal names and symlinks
+delete, overwrite and create nothing outside tcpvar's own outputs, and
+never write through a symlink. The attacker's folder is a real run's,
+copied and planted in each test."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tcpvar.errors import ExitStatus, InputError
+
+from conftest import error_lines
+from conftest import tcpvar_main as tcpvar
+from run_helpers import tcpvar_run
+
+RUN = ("--backend", "netns", "--cc", "cubic", "--rtt", 0, "--buffer", 60, "--duration", 3,
+       "--bw", "20mbit")
+SECRET = "a file of the victim's\n"
+# trace_pipe lines as the stock tracepoint prints them
+TRACE_LINE = ("          iperf3-412     [001] ..s1.   {t:.6f}: tcp_probe: family=AF_INET "
+              "src=10.0.1.1:40000 dest=10.0.3.1:5201 mark=0x0 data_len=0 snd_nxt=0x1 "
+              "snd_una=0x1 snd_cwnd={cwnd} ssthresh=2147483647 snd_wnd=64240 srtt=100 "
+              "rcv_wnd=64240 sock_cookie=2a\n")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("theirs")
+    rc, doc, err = tcpvar_run(tmp, *RUN)
+    assert rc == 0, err
+    return Path(doc["runs"][0]["dir"])
+
+
+def planted(run_dir: Path, tmp_path: Path) -> Path:
+    folder = tmp_path / "theirs"
+    shutil.copytree(run_dir, folder, symlinks=True)
+    shutil.rmtree(folder / "figures")
+    (folder / "report.html").unlink()
+    return folder
+
+
+def victim(tmp_path: Path, name: str = "victim.txt") -> Path:
+    path = tmp_path / name
+    path.write_text(SECRET)
+    return path
+
+
+def pend(folder: Path, trace: str, lines: int = 0) -> None:
+    """tcp_probe.json names @trace as a trace left for the host to convert
+    (as a micro-VM's killed tcpvar leaves it), of @lines events."""
+    doc = json.loads((folder / "tcp_probe.json").read_text())
+    doc.update(trace=trace, offset_ns=0, filter={"ports": [], "addrs": [], "cookie": None})
+    (folder / "tcp_probe.json").write_text(json.dumps(doc))
+    if lines:
+        (folder / "tcp_probe.trace").write_text("".join(
+            TRACE_LINE.format(t=1 + i / 10, cwnd=10 + i) for i in range(lines)))
+
+
+def open_folder(command: str, folder: Path, tmp_path: Path):
+    """`tcpvar COMMAND` of the folder, its outputs in tmp_path/out."""
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    db = tmp_path / "mine.duckdb"
+    args = {"load": ("load", "-q", "--db", db, folder),
+            "report": ("report", "-q", "--db", db, "-o", out / "r.html", folder),
+            "plot": ("plot", "-q", "--db", db, "-o", out / "f.png", "throughput", folder)}
+    return tcpvar(*args[command])
+
+
+@pytest.mark.parametrize("command", ["load", "report", "plot"])
+@pytest.mark.parametrize("trace", ["ABSOLUTE", "../victim.txt", "sender.pcap"])
+def test_a_trace_named_by_the_folder_is_not_deleted(run_dir, tmp_path, command, trace):
+    """tcp_probe.json names the file to convert and remove: only the name
+    a recorder leaves is taken, and the folder is refused in one line."""
+    folder = planted(run_dir, tmp_path)
+    target = victim(tmp_path)
+    pcap = (folder / "sender.pcap").read_bytes()
+    pend(folder, str(target) if trace == "ABSOLUTE" else trace)
+    res = open_folder(command, folder, tmp_path)
+    assert target.read_text() == SECRET
+    assert (folder / "sender.pcap").read_bytes() == pcap
+    assert res.returncode == ExitStatus.BAD_INPUT, res.stderr
+    (line,) = error_lines(res.stderr)
+    assert "tcp_probe.json: names the trace" in line and "tcp_probe.trace" in line
+
+
+@pytest.mark.parametrize("link", ["tcp_probe.csv", "manifest.json.tmp", "manifest.json",
+                                  "tcp_probe.json"])
+def test_symlinks_in_the_folder_are_not_written_through(run_dir, tmp_path, link):
+    """A pending trace is converted into new files that replace the folder's
+    names: a symlink planted at one is replaced, its target unchanged."""
+    folder = planted(run_dir, tmp_path)
+    target = victim(tmp_path)
+    pend(folder, "tcp_probe.trace", lines=5)
+    if link.endswith(".json"):
+        # the folder's own file is read through the link, then replaced
+        target = tmp_path / f"their-{link}"
+        shutil.move(folder / link, target)
+    before = target.read_bytes()
+    (folder / link).unlink(missing_ok=True)
+    (folder / link).symlink_to(target)
+    res = open_folder("load", folder, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert target.read_bytes() == before
+    csv = (folder / "tcp_probe.csv").read_text().splitlines()
+    assert not (folder / "tcp_probe.csv").is_symlink() and len(csv) == 1 + 5
+    assert json.loads((folder / "manifest.json").read_text())["probe"]["events"] == 5
+    assert not (folder / "tcp_probe.trace").exists()
+
+
+@pytest.mark.parametrize("command", ["load", "report", "plot"])
+def test_a_trace_that_is_a_symlink_is_left_alone(run_dir, tmp_path, command):
+    folder = planted(run_dir, tmp_path)
+    target = victim(tmp_path)
+    pend(folder, "tcp_probe.trace")
+    (folder / "tcp_probe.trace").symlink_to(target)
+    res = open_folder(command, folder, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert target.read_text() == SECRET and (folder / "tcp_probe.trace").is_symlink()
+
+
+@pytest.mark.parametrize("command, name", [("report", "r.html"), ("plot", "f.png")])
+def test_outputs_replace_a_symlink_never_write_through_it(run_dir, tmp_path, command, name):
+    """-o's target and the temporary file beside it, planted as symlinks."""
+    out = tmp_path / "out"
+    out.mkdir()
+    targets = [victim(tmp_path, "v1"), victim(tmp_path, "v2")]
+    (out / name).symlink_to(targets[0])
+    (out / f"{name}.tmp").symlink_to(targets[1])
+    res = open_folder(command, run_dir, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert [t.read_text() for t in targets] == [SECRET, SECRET]
+    assert not (out / name).is_symlink()
+    head = (out / name).read_bytes()[:16]
+    assert head.startswith(b"<!DOCTYPE html>" if command == "report" else b"\x89PNG")
+
+
+def test_a_run_named_with_a_path_is_drawn_in_the_working_folder(run_dir, tmp_path):
+    """A run's name from a merged store ('/abs/path/name', '../x') names the
+    figure's file, made a bare name in the working folder."""
+    db = tmp_path / "s.duckdb"
+    assert tcpvar("load", "-q", "--db", db, run_dir).returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE runs SET name = ?", [f"{elsewhere}/deep/../name"])
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    res = tcpvar("plot", "-q", "--db", db, "throughput", "run:1", cwd=cwd)
+    assert res.returncode == 0, res.stderr
+    assert not elsewhere.exists()
+    (made,) = cwd.iterdir()
+    assert made.name.endswith("_deep_.._name-throughput.png")
+    assert made.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_folder_to_write_into_is_not_a_symlink(tmp_path):
+    from tcpvar.safe_write import inner_folder
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "figures").symlink_to(tmp_path)
+    with pytest.raises(InputError, match="not a folder of its own"):
+        inner_folder(tmp_path / "run", "figures")
+    assert inner_folder(tmp_path / "run", "other").is_dir()
+
+
+def tree_digest(root: Path, outputs: set[Path]) -> dict:
+    """Every entry under @root but @outputs: a file's content, a link's target."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if any(path == o or o in path.parents for o in outputs):
+            continue
+        if path.is_symlink():
+            out[str(path)] = "-> " + str(path.readlink())
+        elif path.is_file():
+            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            out[str(path)] = "dir"
+    return out
