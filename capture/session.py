@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,18 +58,30 @@ class Session:
     failure: Exception | None = None  # what ended the session early
 
 
+def _out_folder(path) -> Path:
+    """The folder the run folders go into, made before anything starts."""
+    out_dir = Path(path).resolve()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--out {path}: cannot be made ({exc.strerror})") from None
+    if not os.access(out_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {path}: cannot be written (permissions, or a read-only "
+                         f"file system)")
+    return out_dir
+
+
 def capture(req: SessionRequest, progress) -> Session:
     """Run the session. A request that cannot be served raises before
     anything starts; a failure once runs have started is kept in
     Session.failure, so the caller can still store what they wrote."""
     plan = req.planned()
+    out_dir = _out_folder(req.out_dir)
     chosen, reason = _backend(req, plan)
     progress(Progress(f"backend {chosen}: {reason}"))
     for r in owners.reap():
         progress(Progress(str(r)))
     session = Session(chosen, reason)
-    out_dir = Path(req.out_dir).resolve()
-    out_dir.mkdir(parents=True, exist_ok=True)
     tag = new_tag()
     runs = []
     for i, p in enumerate(plan, 1):     # numbered through the session (-r1, -r2, ...)

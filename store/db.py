@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import os
 import re
 import threading
 import time
@@ -231,3 +232,20 @@ def one(con, sql: str, params=None):
     refuses other work on a connection with a partly fetched result."""
     rows = con.execute(sql, params or []).fetchall()
     return rows[0] if rows else None
+
+
+def check_writable(path: str | Path) -> None:
+    """Before work that ends by storing (a run's flows, a VM's boot): the
+    store can be created or written where it is named, else StoreError now
+    rather than after the work. DuckDB writes a .wal file beside the store,
+    so its folder must be writable too."""
+    path = Path(path)
+    folder = path.parent
+    if path.is_dir():
+        raise StoreError(f"store {path}: is a directory, not a DuckDB file")
+    if not folder.is_dir():
+        raise StoreError(f"store {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists()
+                                                    and not os.access(path, os.W_OK)):
+        raise StoreError(f"store {path}: cannot be written there (permissions, or a "
+                         f"read-only file system)")

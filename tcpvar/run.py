@@ -20,6 +20,7 @@ from tcpvar.errors import InputError, StoreError, TcpvarError
 from tcpvar.ingest.run import load_run, stored_run
 from tcpvar.progress import Progress
 from tcpvar.store import Store
+from tcpvar.store.db import check_writable
 
 RunRequest = SessionRequest      # what `tcpvar run` asks for is a capture session
 SERIES_INTERVAL_MS = 1000.0      # iperf3 reports every second: the pcap series matches
@@ -50,7 +51,9 @@ class StoredRun:
 def execute(db_path: str, req: RunRequest, progress) -> RunOutcome:
     """Capture, then store and summarise what the runs wrote, even when the
     session ended in a failure. The store is opened once the runs are done
-    (a user may query it while the flows run)."""
+    (a user may query it while the flows run); one that cannot be written
+    fails before anything starts."""
+    check_writable(db_path)
     session = capture(req, progress)
     written = [str(d) for d in session.run_dirs]
     summaries = [s.summary for s in _store_written(db_path, written, session.failure,

@@ -182,3 +182,19 @@ def tree_digest(root: Path, outputs: set[Path]) -> dict:
         else:
             out[str(path)] = "dir"
     return out
+
+
+@pytest.mark.parametrize("option, status", [("--db", ExitStatus.STORE),
+                                            ("--out", ExitStatus.USAGE)])
+def test_a_run_whose_outputs_cannot_be_written_fails_before_it_starts(tmp_path, option,
+                                                                       status):
+    """A store or a folder under /dev/null: refused in one line before the
+    micro-VM boots (no run folder is made)."""
+    paths = {"--db": tmp_path / "t.duckdb", "--out": tmp_path / "runs",
+             option: Path("/dev/null") / "x"}
+    res = tcpvar("run", "-q", "--backend", "vm", "--cc", "cubic", "--duration", 3,
+                 "--db", paths["--db"], "--out", paths["--out"])
+    assert res.returncode == status, res.stderr
+    (line,) = error_lines(res.stderr)
+    assert "/dev/null" in line
+    assert not any(tmp_path.iterdir())
