@@ -161,6 +161,19 @@ def _options_warning(n: int) -> list[str]:
             f"ends inside them); the options after the cut are not read"] if n else []
 
 
+def _length_warning(zero: int, capped: int) -> list[str]:
+    """Segments whose IP length field is 0, as segmentation offload leaves
+    it: their length is the record's, at most what the field can hold."""
+    if not zero:
+        return []
+    what = "segment has" if zero == 1 else "segments have"
+    out = (f"{zero} TCP {what} an IP length of 0 (segmentation offload); the record's "
+           f"length stands in for it, at most 65,535 bytes")
+    if capped:
+        out += f" ({capped} record{' claims' if capped == 1 else 's claim'} more)"
+    return [out]
+
+
 def stored_capture(store, path: str | Path) -> int | None:
     """The capture_id of @path when the store holds it unchanged with its
     packets, whatever options it was read with (a run's captures keep theirs)."""
@@ -203,6 +216,11 @@ def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | N
     warnings = [f"the file ends inside a record; the {counters['frames']} "
                 f"records before it were analysed"] if truncated else []
     warnings += _options_warning(counters["options_cut"])
+    warnings += _length_warning(counters["ip_len_zero"], counters["ip_len_capped"])
+    if counters["bad_time"]:
+        n = counters["bad_time"]
+        warnings.append(f"{n} record{' has a time' if n == 1 else 's have times'} before "
+                        f"1970 or after 2262, left out")
     with store.transaction():
         nconn, conn_warnings = _store_connections(con, capture_id, scanner)
         warning = "; ".join(warnings + conn_warnings) or None

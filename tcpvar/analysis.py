@@ -47,7 +47,7 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
         has_series = build_throughput(con, res.capture_id, options.interval_ms, res.series)
     con = store.con
     cap = one(con, "SELECT link_name, frames, tcp_packets, non_tcp, ip_fragments, "
-                      "too_short, malformed, (last_ns - first_ns) / 1e9 "
+                      "too_short, malformed, (last_ns - first_ns) / 1e9, warning "
                       "FROM captures WHERE capture_id = $1", [res.capture_id])
     doc = {
         "path": res.path,
@@ -62,7 +62,7 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
         "malformed": cap[6],
         "duration_s": cap[7],
         "truncated": res.truncated,
-        "warning": res.warning,
+        "warning": cap[8],             # the scan's, and the series' (build_throughput)
         "interval_ms": options.interval_ms if has_series else None,
         "connections": connections(con, res.capture_id, options.stats),
     }

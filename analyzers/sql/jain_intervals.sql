@@ -16,10 +16,17 @@ spans AS (
 overlap AS (
     SELECT max(lo) AS lo, min(hi) AS hi, count(*) AS flows FROM spans
 ),
+-- the overlap's intervals that the series holds: all of them where it is
+-- dense, and no grid of the whole span where it is sparse (a capture's
+-- segments years apart: docs/analyze.md, Limits)
+bins AS (
+    SELECT DISTINCT t.bin
+    FROM throughput t JOIN chosen USING (conn, dir), overlap o
+    WHERE t.capture_id = $capture_id AND t.bin BETWEEN o.lo AND o.hi
+      AND o.flows = (SELECT count(*) FROM chosen)
+),
 grid AS (
-    SELECT r.range::INTEGER AS bin, c.conn, c.dir
-    FROM overlap o, LATERAL range(o.lo, o.hi + 1) r, chosen c
-    WHERE o.flows = (SELECT count(*) FROM chosen)
+    SELECT b.bin, c.conn, c.dir FROM bins b, chosen c
 ),
 x AS (
     SELECT g.bin, coalesce(t.goodput_bps, 0) AS x, t.t_s

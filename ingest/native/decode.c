@@ -335,6 +335,17 @@ static int tcp_options(const uint8_t *opt, uint32_t len, struct tv_segment *seg)
 	return 0;
 }
 
+/*
+ * An IP length field left 0 (segmentation offload): the record's length on
+ * the wire, @wire, stands in for it, but no more than the field can hold, so
+ * that a record claiming 4 GB cannot make a few bytes count as gigabytes.
+ */
+static uint32_t len_from_record(uint32_t wire, struct tv_segment *seg)
+{
+	seg->len_from_record = wire > TV_IP_LEN_MAX ? 2 : 1;
+	return wire > TV_IP_LEN_MAX ? TV_IP_LEN_MAX : wire;
+}
+
 /* TCP header at @v; @l4len is the TCP length the IP header claims. */
 static int tcp(struct view *v, uint32_t l4len, struct tv_segment *seg)
 {
@@ -382,7 +393,7 @@ static int ipv4(struct view *v, struct tv_segment *seg)
 		return TV_TOO_SHORT;
 	tot = be16(p + 2);
 	if (tot == 0)		/* segmentation offload: length left blank */
-		tot = v->wire;
+		tot = len_from_record(v->wire, seg);
 	if (tot < ihl)
 		return TV_MALFORMED;
 	seg->family = 4;
@@ -409,7 +420,7 @@ static int ipv6(struct view *v, struct tv_segment *seg)
 		return TV_MALFORMED;
 	plen = be16(p + 4);
 	if (plen == 0)		/* jumbogram or offload */
-		plen = v->wire > 40 ? v->wire - 40 : 0;
+		plen = len_from_record(v->wire > 40 ? v->wire - 40 : 0, seg);
 	next = p[6];
 	seg->family = 6;
 	memcpy(seg->src, p + 8, 16);
@@ -461,6 +472,7 @@ int tv_decode(int dlt, const uint8_t *data, uint32_t caplen, uint32_t wirelen,
 	seg->has_mss = seg->has_wscale = seg->has_ts = seg->sack_permitted = 0;
 	seg->nsack = 0;
 	seg->ngwa_state = 0;
+	seg->len_from_record = 0;
 	type = link_layer(dlt, &v);
 	if (type == ETH_IPV4)
 		return ipv4(&v, seg);

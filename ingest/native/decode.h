@@ -60,6 +60,9 @@ struct tv_segment {
 	uint16_t ip_id;
 	uint32_t payload;	/* TCP payload bytes, from the IP length */
 	uint32_t captured_payload; /* of those, how many were captured */
+	/* the IP length field was 0 (segmentation offload): 1 when the
+	 * record's length stood in for it, 2 when that was capped too */
+	uint8_t  len_from_record;
 
 	/* TCP options of interest; has_* tell which were present */
 	uint8_t  has_mss, has_wscale, has_ts, sack_permitted;
@@ -75,10 +78,15 @@ struct tv_segment {
 	uint32_t ngwa;
 };
 
+/* The most an IP length taken from a record may be: what the IPv4 total
+ * length and IPv6 payload length fields can hold. */
+#define TV_IP_LEN_MAX		65535u
+
 /*
  * Decode one frame of link type @dlt. @caplen bytes are at @data; @wirelen is
  * the original length, used when an IP length field is zero (TSO/GSO
- * captures). Returns a tv_decode_status; @seg is filled on TV_OK.
+ * captures), up to TV_IP_LEN_MAX. Returns a tv_decode_status; @seg is filled
+ * on TV_OK.
  */
 int tv_decode(int dlt, const uint8_t *data, uint32_t caplen, uint32_t wirelen,
 	      struct tv_segment *seg);

@@ -11,7 +11,9 @@
  *
  * Memory per connection is bounded: at most MAX_HOLES gaps and RING_MAX
  * outstanding segments are remembered per direction (older ones are dropped,
- * which only costs RTT samples).
+ * which only costs RTT samples). Both are allocated as they are needed, from
+ * small: a connection that is only a SYN (a scan, a flood) costs about 1.5 kB.
+ * The number of connections is bounded by opts->max_conns.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -20,7 +22,7 @@
 #include "flows.h"
 
 #define MAX_HOLES	16
-#define RING_MIN	16
+#define RING_MIN	4	/* a SYN-only connection's ring stays this small */
 #define RING_MAX	65536
 #define WSCALE_MAX	14	/* RFC 7323: larger shifts are treated as 14 */
 #define COPIES_KEPT	8	/* tcptrace's SEGS_TO_REMEMBER */
@@ -41,7 +43,7 @@ struct half {
 	int have_seq;
 	int64_t snd_max;	/* highest sequence sent, SYN and FIN included */
 	int nholes;
-	int64_t hole_l[MAX_HOLES], hole_r[MAX_HOLES];	/* never-seen ranges */
+	int64_t (*holes)[2];	/* never-seen [l, r): MAX_HOLES from the first */
 
 	/* sender: segments awaiting their ACK, in sequence order */
 	struct seg_rec *ring;
@@ -102,6 +104,7 @@ struct tv_flows {
 	size_t nslots;
 	struct tv_event *events;
 	size_t nevents, capevents;
+	int full;		/* a connection beyond opts.max_conns was refused */
 };
 
 static uint64_t hash_key(const struct key *k)
@@ -166,6 +169,8 @@ void tv_flows_free(struct tv_flows *f)
 	for (i = 0; i < f->nconns; i++) {
 		free(f->conns[i]->h[0].ring);
 		free(f->conns[i]->h[1].ring);
+		free(f->conns[i]->h[0].holes);
+		free(f->conns[i]->h[1].holes);
 		free(f->conns[i]);
 	}
 	free(f->conns);
@@ -211,8 +216,14 @@ static void init_half(struct half *h)
 static struct conn *new_conn(struct tv_flows *f, const struct key *k,
 			     const struct tv_segment *seg, uint64_t ts)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c;
 
+	/* a capture of many connections (a SYN flood) must not take all memory */
+	if (f->opts.max_conns && f->nconns >= f->opts.max_conns) {
+		f->full = 1;
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
 	if (f->nconns == f->capconns) {
@@ -486,13 +497,17 @@ static int ring_ack(struct half *h, int64_t ack, uint64_t ts, uint64_t *rtt_ns)
 
 static void hole_add(struct half *h, int64_t l, int64_t r)
 {
+	if (!h->holes) {	/* most connections never have one */
+		h->holes = malloc(MAX_HOLES * sizeof(*h->holes));
+		if (!h->holes)
+			return;	/* out of memory: the gap is not remembered */
+	}
 	if (h->nholes == MAX_HOLES) {	/* forget the oldest gap */
-		memmove(h->hole_l, h->hole_l + 1, (MAX_HOLES - 1) * sizeof(int64_t));
-		memmove(h->hole_r, h->hole_r + 1, (MAX_HOLES - 1) * sizeof(int64_t));
+		memmove(h->holes, h->holes + 1, (MAX_HOLES - 1) * sizeof(*h->holes));
 		h->nholes--;
 	}
-	h->hole_l[h->nholes] = l;
-	h->hole_r[h->nholes] = r;
+	h->holes[h->nholes][0] = l;
+	h->holes[h->nholes][1] = r;
 	h->nholes++;
 }
 
@@ -503,7 +518,7 @@ static int64_t hole_fill(struct half *h, int64_t l, int64_t r)
 	int i = 0;
 
 	while (i < h->nholes) {
-		int64_t hl = h->hole_l[i], hr = h->hole_r[i];
+		int64_t hl = h->holes[i][0], hr = h->holes[i][1];
 		int64_t ol = l > hl ? l : hl, or = r < hr ? r : hr;
 
 		if (ol >= or) {
@@ -512,18 +527,16 @@ static int64_t hole_fill(struct half *h, int64_t l, int64_t r)
 		}
 		filled += or - ol;
 		if (ol > hl && or < hr) {		/* split in two */
-			h->hole_r[i] = ol;
+			h->holes[i][1] = ol;
 			hole_add(h, or, hr);
 			i++;
 		} else if (ol > hl) {
-			h->hole_r[i++] = ol;
+			h->holes[i++][1] = ol;
 		} else if (or < hr) {
-			h->hole_l[i++] = or;
+			h->holes[i++][0] = or;
 		} else {				/* filled whole */
-			memmove(h->hole_l + i, h->hole_l + i + 1,
-				(h->nholes - i - 1) * sizeof(int64_t));
-			memmove(h->hole_r + i, h->hole_r + i + 1,
-				(h->nholes - i - 1) * sizeof(int64_t));
+			memmove(h->holes + i, h->holes + i + 1,
+				(h->nholes - i - 1) * sizeof(*h->holes));
 			h->nholes--;
 		}
 	}
@@ -959,7 +972,7 @@ int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 
 	c = lookup(f, seg, ts, &dir);
 	if (!c)
-		return -1;
+		return f->full ? TV_FLOWS_FULL : -1;
 	me = &c->h[dir];
 	peer = &c->h[!dir];
 	st = &me->st;

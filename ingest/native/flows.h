@@ -33,6 +33,7 @@ struct tv_flow_opts {
 	uint64_t rto_min_ns;	/* least silence before a resend counts as a timeout */
 	uint64_t hwdup_ns;	/* identical copies closer than this are capture artefacts */
 	uint64_t interval_ns;	/* the throughput series' interval (series.c); 0: none */
+	uint64_t max_conns;	/* connections tracked at most; 0: no limit */
 };
 
 /* Statistics of one direction of a connection (the sender's view). */
@@ -99,7 +100,10 @@ struct tv_flows;
 struct tv_flows *tv_flows_new(const struct tv_flow_opts *opts);
 void tv_flows_free(struct tv_flows *f);
 
-/* Analyse one segment; returns 0, or -1 when out of memory. */
+/* tv_flows_add's refusal of a connection beyond opts->max_conns. */
+#define TV_FLOWS_FULL	(-2)
+
+/* Analyse one segment; returns 0, -1 when out of memory, or TV_FLOWS_FULL. */
 int tv_flows_add(struct tv_flows *f, uint64_t ts_ns, uint32_t frame,
 		 const struct tv_segment *seg, struct tv_pkt_result *out);
 

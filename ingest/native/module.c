@@ -2,7 +2,8 @@
 /*
  * module.c - tcpvar.ingest._pcapscan: the Python face of the native reader.
  *
- *   Scanner(path, packets=True, batch_rows=..., rto_min_ms=..., hwdup_us=...)
+ *   Scanner(path, packets=True, batch_rows=..., rto_min_ms=..., hwdup_us=...,
+ *           max_connections=...)
  *     .step()         -> (status, Table | None): a batch of packets; the GIL
  *                        is released while the file is read and analysed
  *     .connections()  -> (connections, per-direction statistics) as Tables
@@ -488,7 +489,7 @@ static void refuse_fd(int fd)
 static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"path", "packets", "batch_rows", "rto_min_ms",
-				 "hwdup_us", "fd", "interval_ms", NULL};
+				 "hwdup_us", "fd", "interval_ms", "max_connections", NULL};
 	modstate *st = state_of_type(type);
 	PyObject *path_obj = NULL;
 	ScannerObject *self;
@@ -496,21 +497,25 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	Py_ssize_t batch_rows = 1 << 18;
 	double rto_min_ms = 200.0, hwdup_us = 0.0, interval_ms = 0.0;
 	int fd = -1;
+	Py_ssize_t max_connections = 0;
 	struct tv_flow_opts opts;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pnddid", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pnddidn", kwlist,
 					 PyUnicode_FSConverter, &path_obj, &packets,
-					 &batch_rows, &rto_min_ms, &hwdup_us, &fd, &interval_ms))
+					 &batch_rows, &rto_min_ms, &hwdup_us, &fd, &interval_ms,
+					 &max_connections))
 		return NULL;
-	/* written so that NaN, which fails every comparison, is refused too */
+	/* written so that NaN, which fails every comparison, is refused too;
+	 * connection ids are 32-bit */
 	if (batch_rows < 1 || batch_rows > (1 << 24) ||
 	    !(rto_min_ms >= 0 && rto_min_ms <= MAX_RTO_MIN_MS) ||
 	    !(hwdup_us >= 0 && hwdup_us <= MAX_HWDUP_US) ||
-	    !(interval_ms >= 0 && interval_ms <= MAX_RTO_MIN_MS)) {
+	    !(interval_ms >= 0 && interval_ms <= MAX_RTO_MIN_MS) ||
+	    max_connections < 0 || (uint64_t)max_connections > UINT32_MAX) {
 		Py_DECREF(path_obj);
 		refuse_fd(fd);
-		PyErr_SetString(PyExc_ValueError,
-				"batch_rows, rto_min_ms, hwdup_us or interval_ms out of range");
+		PyErr_SetString(PyExc_ValueError, "batch_rows, rto_min_ms, hwdup_us, interval_ms "
+				"or max_connections out of range");
 		return NULL;
 	}
 	self = (ScannerObject *)type->tp_alloc(type, 0);
@@ -524,6 +529,7 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	opts.rto_min_ns = (uint64_t)(rto_min_ms * 1e6);
 	opts.hwdup_ns = (uint64_t)(hwdup_us * 1e3);
 	opts.interval_ns = (uint64_t)(interval_ms * 1e6);
+	opts.max_conns = (uint64_t)max_connections;
 	Py_BEGIN_ALLOW_THREADS
 	if (fd >= 0) {		/* a stream, e.g. a decompressing pipe */
 		FILE *fp = fdopen(fd, "rb");
@@ -781,7 +787,7 @@ static PyObject *scanner_counters(ScannerObject *self, void *closure)
 {
 	struct tv_scan *s = &self->scan;
 
-	return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsK}",
+	return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsKsKsKsK}",
 			     "frames", (unsigned long long)s->frames,
 			     "tcp", (unsigned long long)s->tcp,
 			     "non_tcp", (unsigned long long)s->not_tcp,
@@ -789,6 +795,9 @@ static PyObject *scanner_counters(ScannerObject *self, void *closure)
 			     "too_short", (unsigned long long)s->too_short,
 			     "malformed", (unsigned long long)s->malformed,
 			     "options_cut", (unsigned long long)s->options_cut,
+			     "ip_len_zero", (unsigned long long)s->ip_len_zero,
+			     "ip_len_capped", (unsigned long long)s->ip_len_capped,
+			     "bad_time", (unsigned long long)s->bad_time,
 			     "first_ns", (unsigned long long)s->first_ns,
 			     "last_ns", (unsigned long long)s->last_ns,
 			     "captured_bytes", (unsigned long long)s->captured_bytes);
@@ -848,9 +857,10 @@ static PyType_Slot scanner_slots[] = {
 	{Py_tp_methods, scanner_methods},
 	{Py_tp_getset, scanner_getset},
 	{Py_tp_doc, "Scanner(path, packets=True, batch_rows=262144, rto_min_ms=200, "
-		    "hwdup_us=0, fd=-1): one pass over a pcap or pcapng file, or "
-		    "over the stream open on fd (which it then owns, and closes also when it "
-		    "refuses the arguments or the stream)."},
+		    "hwdup_us=0, fd=-1, interval_ms=0, max_connections=0): one pass over a "
+		    "pcap or pcapng file, or over the stream open on fd (which it then owns, "
+		    "and closes also when it refuses the arguments or the stream); "
+		    "max_connections: a ScanError past that many connections (0: no limit)."},
 	{0, NULL},
 };
 

@@ -2,6 +2,10 @@
 /* scan.c - the libpcap read loop that feeds decode, flows and batches. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -11,6 +15,92 @@
 #include "decode.h"
 #include "direct.h"
 #include "scan.h"
+
+/*
+ * A file that shrinks while it is read (still being written, rotated,
+ * truncated): its records are read where they lie in the mapping (direct.c,
+ * decode.c), and touching a page past the file's new end raises SIGBUS,
+ * which would end the process. Checking the size before each read cannot
+ * close the window between check and read, and pread would copy every
+ * record, which the mapping is there to avoid. So the reads of the mapping
+ * run under a guard: a SIGBUS at an address inside the mapping the thread
+ * is reading jumps back out of the read, and the scan ends with an error.
+ * Only tcpvar's own code reads the mapping (libpcap reads the file through
+ * a stream of its own), so the jump never leaves a lock held or libpcap
+ * half-way. Any other SIGBUS goes on to whatever handled it before.
+ */
+struct bus_guard {
+	sigjmp_buf env;
+	const char *lo, *hi;	/* the mapping being read */
+};
+
+static __thread struct bus_guard *volatile bus_guard
+	__attribute__((tls_model("initial-exec")));	/* read in the handler */
+static struct sigaction bus_previous;
+static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
+
+static void on_sigbus(int sig, siginfo_t *info, void *ctx)
+{
+	struct bus_guard *g = bus_guard;
+	const char *at = info->si_addr;
+
+	/* si_code > 0: a fault of this thread, not a signal someone sent */
+	if (g && info->si_code > 0 && at >= g->lo && at < g->hi)
+		siglongjmp(g->env, 1);
+	if (bus_previous.sa_flags & SA_SIGINFO) {
+		bus_previous.sa_sigaction(sig, info, ctx);
+	} else if (bus_previous.sa_handler != SIG_DFL &&
+		   bus_previous.sa_handler != SIG_IGN) {
+		bus_previous.sa_handler(sig);
+	} else {
+		/* a fault happens again, a sent signal is sent again: as before */
+		sigaction(SIGBUS, &bus_previous, NULL);
+		if (info->si_code <= 0)
+			raise(sig);
+	}
+}
+
+static void install_bus_handler(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigbus;
+	sa.sa_flags = SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &bus_previous);
+}
+
+/* Guard the reads of @s's mapping, after sigsetjmp(g->env, 1) said 0. */
+static void guard_on(struct bus_guard *g, const struct tv_scan *s)
+{
+	g->lo = s->map;
+	g->hi = (const char *)s->map + s->map_len;
+	atomic_signal_fence(memory_order_seq_cst);	/* the range before the guard */
+	bus_guard = g;
+}
+
+static void guard_off(void)
+{
+	bus_guard = NULL;
+}
+
+static int cut_short(struct tv_scan *s)
+{
+	snprintf(s->errbuf, sizeof(s->errbuf),
+		 "the file was cut short while it was read (is it still being written?)");
+	s->status = TV_SCAN_ERROR;
+	return s->status;
+}
+
+/* Whether the mapped file is now shorter than when it was mapped. */
+static int shrank(struct tv_scan *s)
+{
+	struct stat st;
+
+	return !fstat(fileno(pcap_file(s->pcap)), &st) &&
+	       (size_t)st.st_size < s->map_len;
+}
 
 static int scan_start(struct tv_scan *s, pcap_t *pcap, const char *err,
 		      const struct tv_flow_opts *opts)
@@ -31,6 +121,7 @@ static int scan_start(struct tv_scan *s, pcap_t *pcap, const char *err,
 		return -1;
 	}
 	tv_series_init(&s->series, opts->interval_ns);
+	s->max_conns = opts->max_conns;
 	s->flows = tv_flows_new(opts);
 	if (!s->flows) {
 		snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
@@ -42,15 +133,12 @@ static int scan_start(struct tv_scan *s, pcap_t *pcap, const char *err,
 
 #define READ_BUFFER (1 << 20)	/* fewer, larger reads than stdio's default */
 
-/* The file mapped, or NULL: a pipe, an empty file, no room for a mapping. */
-static void *map_file(const char *path, size_t *len)
+/* The file open on @fd mapped, or NULL: a pipe, an empty file, no room. */
+static void *map_file(int fd, size_t *len)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY);
 	void *p = NULL;
 
-	if (fd < 0)
-		return NULL;
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
 		p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (p == MAP_FAILED) {
@@ -60,41 +148,72 @@ static void *map_file(const char *path, size_t *len)
 			*len = (size_t)st.st_size;
 		}
 	}
-	close(fd);
 	return p;
 }
 
+/* Start reading records in place, under the guard: the file may be
+ * shorter already. 0, or -1 with the message in s->errbuf. */
+static int start_direct(struct tv_scan *s)
+{
+	struct bus_guard g;
+
+	if (sigsetjmp(g.env, 1)) {
+		guard_off();
+		cut_short(s);
+		return -1;
+	}
+	guard_on(&g, s);
+	tv_direct_start(&s->direct, s->pcap, s->map, s->map_len);
+	guard_off();
+	return 0;
+}
+
+/*
+ * libpcap opens and checks the file through a stream; when the file can be
+ * mapped, its records are then read from the mapping directly (direct.c)
+ * where the format allows, and libpcap's stream takes over from there when
+ * it does not.
+ */
 int tv_scan_open(struct tv_scan *s, const char *path, const struct tv_flow_opts *opts)
 {
+	int fd = open(path, O_RDONLY);
 	size_t len = 0;
-	void *map = map_file(path, &len);
+	void *map;
 	FILE *fp;
-	int rc;
 
-	if (map) {
-		rc = tv_scan_open_buffer(s, map, len, opts);
-		if (rc < 0) {
-			munmap(map, len);
-		} else {
-			s->map = map;
-			s->map_len = len;
-		}
-		return rc;
-	}
-	fp = fopen(path, "rb");
-	if (!fp) {
+	if (fd < 0 || !(fp = fdopen(fd, "rb"))) {
+		int err = errno;
+
+		if (fd >= 0)
+			close(fd);
 		memset(s, 0, sizeof(*s));
-		snprintf(s->errbuf, sizeof(s->errbuf), "%s: %s", path, strerror(errno));
+		snprintf(s->errbuf, sizeof(s->errbuf), "%s: %s", path, strerror(err));
 		return -1;
 	}
 	setvbuf(fp, NULL, _IOFBF, READ_BUFFER);
-	return tv_scan_open_fp(s, fp, opts);	/* closes fp on failure */
+	map = map_file(fd, &len);
+	if (tv_scan_open_fp(s, fp, opts) < 0) {	/* closes fp on failure */
+		if (map)
+			munmap(map, len);
+		return -1;
+	}
+	if (!map)
+		return 0;
+	s->map = map;
+	s->map_len = len;
+	pthread_once(&bus_once, install_bus_handler);
+	if (start_direct(s) < 0) {
+		tv_scan_close(s);
+		return -1;
+	}
+	return 0;
 }
 
 /*
  * libpcap checks the header through a stream over the buffer (no read()
  * calls, no copies); the records are then read from the buffer directly
- * (direct.c) where the format allows.
+ * (direct.c) where the format allows. A buffer in memory cannot shrink: no
+ * guard is needed.
  */
 int tv_scan_open_buffer(struct tv_scan *s, const void *data, size_t len,
 			const struct tv_flow_opts *opts)
@@ -209,6 +328,22 @@ static void append_row(struct tv_batch *b, const struct tv_segment *seg,
 	b->n++;
 }
 
+#define TS_SEC_MAX	9223372035ull	/* the last second whose ns fit int64 */
+
+/*
+ * A record's time in ns since 1970 (libpcap was opened for nanoseconds:
+ * tv_usec holds ns); 0 when it is before 1970 or after 2262, which the
+ * store's int64 times cannot hold.
+ */
+static int time_ns(const struct pcap_pkthdr *h, uint64_t *ts)
+{
+	if (h->ts.tv_sec < 0 || h->ts.tv_usec < 0 ||
+	    (uint64_t)h->ts.tv_sec > TS_SEC_MAX)
+		return 0;
+	*ts = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
+	return *ts <= INT64_MAX;
+}
+
 /* The next TCP segment of the file, counting the other frames on the way. */
 static int read_segment(struct tv_scan *s, struct tv_item *it)
 {
@@ -234,9 +369,11 @@ static int read_segment(struct tv_scan *s, struct tv_item *it)
 		}
 		s->frames++;
 		s->captured_bytes += h->caplen;
-		/* libpcap was opened for nanoseconds: tv_usec holds ns */
-		ts = (uint64_t)h->ts.tv_sec * 1000000000ull + (uint64_t)h->ts.tv_usec;
-		if (s->frames == 1 || ts < s->first_ns)
+		if (!time_ns(h, &ts)) {
+			s->bad_time++;
+			continue;
+		}
+		if (s->frames - s->bad_time == 1 || ts < s->first_ns)
 			s->first_ns = ts;
 		tv_series_record(&s->series, ts);
 		if (ts > s->last_ns)
@@ -246,6 +383,8 @@ static int read_segment(struct tv_scan *s, struct tv_item *it)
 		case TV_OK:
 			s->tcp++;
 			s->options_cut += it->seg.options_cut;
+			s->ip_len_zero += it->seg.len_from_record != 0;
+			s->ip_len_capped += it->seg.len_from_record == 2;
 			it->ts = ts;
 			it->wire_len = h->len;
 			it->frame = (uint32_t)s->frames;
@@ -266,13 +405,16 @@ static int read_segment(struct tv_scan *s, struct tv_item *it)
 	}
 }
 
-/* Run the analysis on one segment and add its row to @b. */
+/* Run the analysis on one segment and add its row to @b; 0, -1 out of
+ * memory, or TV_FLOWS_FULL. */
 static int analyse(struct tv_scan *s, struct tv_batch *b, const struct tv_item *it)
 {
 	struct tv_pkt_result res;
+	int rc = tv_flows_add(s->flows, it->ts, it->frame, &it->seg, &res);
 
-	if (tv_flows_add(s->flows, it->ts, it->frame, &it->seg, &res) < 0 ||
-	    tv_series_add(&s->series, res.conn, res.dir, it->ts, it->seg.payload,
+	if (rc < 0)
+		return rc;
+	if (tv_series_add(&s->series, res.conn, res.dir, it->ts, it->seg.payload,
 			  res.ev & TV_EV_RETRANS) < 0)
 		return -1;
 	if (b) {
@@ -300,13 +442,11 @@ static void release_read_pages(struct tv_scan *s)
 	}
 }
 
-int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments)
+static int scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments)
 {
 	struct tv_item local;
 	uint64_t budget = max_segments;
 
-	if (s->status != TV_SCAN_MORE)
-		return s->status;
 	while (!b || b->n < b->cap) {
 		int rc;
 
@@ -319,13 +459,43 @@ int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments)
 			s->status = rc;
 			return rc;
 		}
-		if (analyse(s, b, &local) < 0) {
+		rc = analyse(s, b, &local);
+		if (rc == TV_FLOWS_FULL) {
+			snprintf(s->errbuf, sizeof(s->errbuf),
+				 "more than %llu TCP connections (the connection limit)",
+				 (unsigned long long)s->max_conns);
+			s->status = TV_SCAN_ERROR;
+			return s->status;
+		}
+		if (rc < 0) {
 			snprintf(s->errbuf, sizeof(s->errbuf), "out of memory");
 			s->status = TV_SCAN_ERROR;
 			return s->status;
 		}
 	}
 	return TV_SCAN_MORE;
+}
+
+int tv_scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segments)
+{
+	struct bus_guard g;
+	int rc;
+
+	if (s->status != TV_SCAN_MORE)
+		return s->status;
+	if (!s->map)
+		return scan_step(s, b, max_segments);
+	if (sigsetjmp(g.env, 1)) {	/* SIGBUS: a page past the file's new end */
+		guard_off();
+		return cut_short(s);
+	}
+	guard_on(&g, s);
+	rc = scan_step(s, b, max_segments);
+	guard_off();
+	/* cut at a page's end or a record's, it may end without a fault */
+	if (rc != TV_SCAN_MORE && rc != TV_SCAN_ERROR && shrank(s))
+		return cut_short(s);
+	return rc;
 }
 
 void tv_scan_close(struct tv_scan *s)

@@ -34,6 +34,7 @@ struct tv_scan {
 	pcap_t *pcap;
 	int dlt;
 	struct tv_flows *flows;
+	uint64_t max_conns;	/* the connection limit it was opened with */
 	struct tv_series series;	/* the throughput series' sums */
 	int status;
 	void *map;		/* the file, when it is read through a mapping */
@@ -43,6 +44,9 @@ struct tv_scan {
 	/* what the frames were */
 	uint64_t frames, tcp, not_tcp, fragments, too_short, malformed;
 	uint64_t options_cut;		/* TCP segments whose options are cut */
+	uint64_t ip_len_zero;		/* TCP segments whose IP length field was 0 */
+	uint64_t ip_len_capped;		/* of those, how many were capped (decode.h) */
+	uint64_t bad_time;		/* records before 1970 or after 2262: left out */
 	uint64_t first_ns, last_ns;
 	uint64_t captured_bytes;	/* sum of captured lengths */
 	char errbuf[PCAP_ERRBUF_SIZE + 128];

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Atheris target for the Python boundary of the native reader (module.c).
 An input is 16 control bytes, then a capture: the control bytes choose the
-Scanner's arguments (flags, batch size, --rto-min, --hw-dups, a path or a
-descriptor) and the order of calls to its methods and properties, calls
-after close() included; the batches are read after the scanner is gone.
+Scanner's arguments (flags, batch size, --rto-min, --hw-dups, the connection
+limit, a path or a descriptor) and the order of calls to its methods and
+properties, calls after close() included; the batches are read after the
+scanner is gone.
 
 Run by tests/fuzz/run.sh against an ASan + UBSan build of the extension
 (tests/fuzz/build/module/_pcapscan*.so, named by TCPVAR_FUZZ_EXTENSION) with
@@ -31,6 +32,8 @@ CONTROL = 16   # bytes of the input that choose the calls and the arguments; a c
 RTO_MIN = (200.0, 0.0, 1e-3, 1.0, 1e6, 1e300, float("inf"), float("nan"), -1.0)
 HW_DUPS = (0.0, 1.0, 1000.0, 1e9, 1e300, float("inf"), float("nan"), -1.0)
 BATCH = (7, 1, 2, 64, 1 << 16, 0, -1, 1 << 24, (1 << 24) + 1)   # ingest: 1 << 19
+# the connection limit, from bits 2-4 of the first byte (0: none, as the default)
+MAX_CONNS = (0, 1, 2, 5, 100_000, -1, 1 << 32, 1 << 64)
 
 
 def scanner(control: bytes, data: bytes):
@@ -38,7 +41,8 @@ def scanner(control: bytes, data: bytes):
     feed gives it), or None when its arguments or the file are refused."""
     kw = {"packets": not control[0] & 1, "batch_rows": BATCH[control[1] % len(BATCH)],
           "rto_min_ms": RTO_MIN[control[2] % len(RTO_MIN)],
-          "hwdup_us": HW_DUPS[control[3] % len(HW_DUPS)]}
+          "hwdup_us": HW_DUPS[control[3] % len(HW_DUPS)],
+          "max_connections": MAX_CONNS[control[0] >> 2 & 7]}
     fd = os.memfd_create("capture")
     os.write(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
