@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import os
 import re
+import sys
 import threading
 import time
 from importlib import resources
@@ -40,6 +42,42 @@ def _views() -> str:
     return resources.files("tcpvar.analyzers").joinpath("sql/views.sql").read_text()
 
 
+def _schema() -> str:
+    return resources.files("tcpvar.store").joinpath("schema.sql").read_text()
+
+
+def identifier(name: str) -> str:
+    """@name as a quoted SQL identifier, whatever it holds."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+_CREATES = re.compile(r"^CREATE (?:OR REPLACE )?(TABLE|VIEW|SEQUENCE) (?:IF NOT EXISTS )?(\w+)",
+                      re.M)
+
+
+@functools.cache
+def own_objects() -> frozenset[tuple[str, str]]:
+    """(kind, name) of what tcpvar creates in a store's main schema, read
+    from the SQL that creates it: the packets view is segments.py's (a
+    table in a version 1 store)."""
+    made = {(kind.lower(), name) for kind, name in _CREATES.findall(_schema() + _views())}
+    return frozenset(made | {("view", "packets"), ("table", "packets")})
+
+
+@functools.cache
+def added_columns() -> frozenset[tuple[str, str]]:
+    """(table, column) that schema.sql adds to stores written before them:
+    an older store may lack them."""
+    return frozenset(re.findall(r"^ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+)",
+                                _schema(), re.M))
+
+
+# what a store may hold that tcpvar drops when it did not create it, in the
+# order dropped: views first (they may name the rest), a schema once emptied
+_DROP = {"view": "VIEW", "index": "INDEX", "macro": "MACRO", "table macro": "MACRO TABLE",
+         "sequence": "SEQUENCE", "type": "TYPE", "schema": "SCHEMA"}
+
+
 class Store:
     """A tcpvar workspace database (default ./tcpvar.duckdb)."""
 
@@ -49,15 +87,26 @@ class Store:
         store (DuckDB lets one process at a time write a database), telling
         @progress; 0 fails at once."""
         self.path = str(path)
+        self.read_only = read_only
+        self._locked = False
         self.packets = segments.root(self.path)     # the packets' segment files
         self._limit = _SharedLimit()
         if Path(self.path).is_dir():
             raise StoreError(f"store {self.path}: is a directory, not a DuckDB file")
         if read_only and not Path(self.path).exists():
             raise StoreError(f"store {self.path}: no such database (run `tcpvar analyze` first)")
+        _check_header(Path(self.path))
         self.con = self._connect(read_only, time.monotonic() + wait_s, progress)
+        try:
+            self._open(read_only)
+        except BaseException:
+            self.con.close()
+            raise
+
+    def _open(self, read_only: bool) -> None:
+        cleaned = self._refuse_or_clean(read_only)   # before any query reads the store
         if not read_only:
-            self._apply_schema()
+            self._apply_schema(force=cleaned)
         self._check_version(read_only)
         if read_only:
             # this tcpvar's views, in memory: a store written by an older
@@ -74,7 +123,12 @@ class Store:
         duckdb = _duckdb()
         while True:
             try:
-                return duckdb.connect(self.path, read_only=read_only)
+                # an absolute path: DuckDB reads `md:x` or `s3://x` as a place
+                # to fetch; and no extension is installed or loaded for
+                # what a file holds (a SQLite file would load sqlite_scanner)
+                return duckdb.connect(str(Path(self.path).absolute()), read_only=read_only,
+                                      config={"autoinstall_known_extensions": False,
+                                              "autoload_known_extensions": False})
             except duckdb.Error as exc:
                 holder = re.search(r"Conflicting lock is held in (\S+) \(PID (\d+)\)",
                                    str(exc))
@@ -89,28 +143,95 @@ class Store:
                     progress(Progress(f"waiting for the store {self.path}, open in {who}"))
                 time.sleep(0.5)
 
-    def _apply_schema(self) -> None:
-        """The tables, the packets' folder and the views, unless the store has
-        them as this tcpvar writes them (the digest of all three in meta)."""
-        segments.prepare(self.con, self.packets)
-        schema = resources.files("tcpvar.store").joinpath("schema.sql").read_text()
-        views = segments.view_sql(self.packets, temp=False) + ";\n" + _views()
-        digest = hashlib.blake2b((schema + views).encode(), digest_size=16).hexdigest()
-        if self._meta("schema_digest") == digest:
+    def _refuse_or_clean(self, read_only: bool) -> bool:
+        """A store is data: what tcpvar did not create in it that runs in
+        queries (a macro named like a built-in function replaces it, a view
+        is read as tcpvar's) refuses a read-only store, and is dropped from
+        a writable one, said on one line. Tables it did not create stay and
+        tcpvar never reads them; an expression in a table of tcpvar's, or a
+        table where tcpvar keeps a view, refuses it either way (dropping
+        them would lose rows). Whether it dropped anything."""
+        own = own_objects()
+        sql = resources.files("tcpvar.store").joinpath("catalog.sql").read_text()
+        found, drops, stuck = [], [], False
+        for kind, schema, name, table in self.con.execute(sql).fetchall():
+            main = schema == "main"
+            if kind in ("view", "sequence") and main and (kind, name) in own:
+                continue
+            if kind == "table":
+                if not main or ("view", name) not in own or name == "packets":
+                    continue        # somebody's own table, kept and never read (or
+                stuck = True        # its schema's); but not in the way of a view
+            elif table is not None and kind != "index":
+                if not main or ("table", table) not in own:
+                    continue        # on a table tcpvar never reads
+                stuck = True        # an expression or check in a table of tcpvar's
+            elif kind in _DROP:
+                drops.append((list(_DROP).index(kind), f"DROP {_DROP[kind]} " + (
+                    identifier(name) if kind == "schema"
+                    else f"{identifier(schema)}.{identifier(name)}")))
+            else:
+                stuck = True        # a kind of function SQL cannot make
+            found.append(("an " if kind[0] in "aeiou" else "a ") + kind
+                         + (f" {name!r}" if name is not None else "")
+                         + (f" on table {table!r}" if table else ""))
+        if not found:
+            return False
+        what = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        if read_only or stuck:
+            raise StoreError(f"store {self.path}: holds {what} that tcpvar did not create; "
+                             f"refused")
+        try:
+            with self.transaction() as con:
+                for _, drop in sorted(drops):
+                    con.execute(drop)
+        except _duckdb().Error as exc:
+            raise StoreError(f"store {self.path}: holds {what} that tcpvar did not create "
+                             f"and cannot drop ({_one_line(exc)}); refused") from None
+        # said whoever opened it: the user's store changed
+        print(f"warning: store {self.path}: held {what} that tcpvar did not create; dropped",
+              file=sys.stderr)
+        return True
+
+    def lock_down(self, *allowed: Path) -> None:
+        """No file outside the packets' folder and @allowed is read or
+        written on this connection any more, no extension loaded, and no
+        setting changed back: for SQL tcpvar did not write."""
+        if self._locked:
             return
+        folders = ", ".join(f"'{segments.quoted(Path(p).resolve())}/'"
+                            for p in (self.packets, *allowed))
+        self.con.execute(f"SET allowed_directories = [{folders}]")
+        self.con.execute("SET enable_external_access = false")
+        self.con.execute("SET lock_configuration = true")
+        self._locked = True
+
+    def _apply_schema(self, force: bool = False) -> None:
+        """The tables and the packets' folder, unless the store has them as
+        this tcpvar writes them (the digest of schema.sql in meta) and
+        nothing was dropped in their place (@force); then the views, every
+        time: a store may be somebody else's, its views and its digest
+        whatever they wrote (rebuilding them costs about 40 ms)."""
+        segments.prepare(self.con, self.packets)
+        schema = _schema()
+        views = segments.view_sql(self.packets, temp=False) + ";\n" + _views()
+        digest = hashlib.blake2b(schema.encode(), digest_size=16).hexdigest()
+        fresh = not force and self._meta("schema_digest") == digest
         with self.transaction() as con:      # one commit: quicker for a new store
-            con.execute(schema)
-            con.execute("INSERT INTO meta VALUES ('schema_version', ?) ON CONFLICT DO NOTHING",
-                        [SCHEMA_VERSION])
-            if self._meta("schema_version") == "1" and self.has_packets_table():
-                # a version 1 store's packets table into segments, one per capture
-                segments.write_partitioned(con, "SELECT * FROM packets", self.packets)
-                con.execute("DROP TABLE packets")
-                con.execute("UPDATE meta SET value = $1 WHERE key = 'schema_version'",
-                            [SCHEMA_VERSION])
-            # the analyzers' views over the tables, replaced when they change
+            if not fresh:
+                con.execute(schema)
+                con.execute("INSERT INTO meta VALUES ('schema_version', ?) "
+                            "ON CONFLICT DO NOTHING", [SCHEMA_VERSION])
+                if self._meta("schema_version") == "1" and self.has_packets_table():
+                    # a version 1 store's packets table into segments, one per capture
+                    segments.write_partitioned(con, "SELECT * FROM packets", self.packets)
+                    con.execute("DROP TABLE packets")
+                    con.execute("UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+                                [SCHEMA_VERSION])
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_digest', ?)",
+                            [digest])
+            # the analyzers' views over the tables
             con.execute(views)
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_digest', ?)", [digest])
 
     def _meta(self, key: str) -> str | None:
         try:
@@ -199,8 +320,12 @@ class Store:
             self.con.execute("COMMIT")
 
     def query(self, sql: str, params=None):
-        """Run a user's SQL; return (column names, rows)."""
+        """Run a user's SQL; return (column names, rows). On a store opened
+        read-only it runs locked down (lock_down()): what it reads is the
+        store and its packets."""
         try:
+            if self.read_only:
+                self.lock_down()
             rel = self.con.execute(sql, params or [])
             if rel.description is None:
                 return [], []
@@ -216,6 +341,19 @@ class Store:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _check_header(path: Path) -> None:
+    """A file that is not DuckDB's is refused before DuckDB opens it: it
+    would load the extension that reads its kind (SQLite's, if installed),
+    whatever autoload says."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(12)
+    except OSError:
+        return                          # none yet, or DuckDB says why
+    if len(head) == 12 and head[8:] != b"DUCK":
+        raise StoreError(f"cannot open store {path}: not a valid DuckDB database file")
 
 
 class _SharedLimit:

@@ -11,14 +11,13 @@ A folder written here is a store again for `tcpvar merge` (from_parquet()).
 """
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 
 from tcpvar.errors import StoreError, UsageError
 
 from . import segments
-from .db import Store, one
+from .db import Store, _duckdb, one
 from .segments import quoted as _quoted
 
 RUN_TABLES = ("flows", "qdisc_stats", "iperf_intervals", "probe_events")
@@ -85,21 +84,39 @@ def is_export(path: Path) -> bool:
 
 def from_parquet(folder: Path, work: Path) -> Path:
     """A DuckDB store in @work holding what the export @folder holds, for
-    merge(): its schema version checked, its tables read back from Parquet."""
+    merge(): its schema version checked, its tables read back from Parquet.
+    The folder may be somebody else's: a symbolic link in it refuses it,
+    DuckDB reads no file outside it, and its names and values are data
+    (table names are this tcpvar's; nothing of the folder becomes SQL)."""
+    folder = Path(folder).resolve()
+    segments.refuse_links(folder)
     db = Path(tempfile.mkdtemp(dir=work)) / "export.duckdb"
     with Store(db) as store:
+        for capture_id in segments.captures(folder / "packets"):   # the segments' own layout
+            segments.copy(folder / "packets", capture_id, store.packets, capture_id)
+        store.lock_down(folder)
         con = store.con
-        version = one(con, f"SELECT value FROM read_parquet('{_quoted(folder / META)}') "
-                           f"WHERE key = 'schema_version'")[0]
-        mine = one(con, "SELECT value FROM meta WHERE key = 'schema_version'")[0]
-        if version != mine:
-            raise StoreError(f"{folder}: exported with schema version {version}, this tcpvar "
-                             f"needs {mine}")
-        if (folder / "packets").is_dir():    # the segments' own layout
-            shutil.copytree(folder / "packets", store.packets, dirs_exist_ok=True)
-        for table in ("runs", *RUN_TABLES, *CAPTURE_TABLES):
-            if table != "packets" and (folder / table).is_dir():
-                files = _quoted(folder / table / "**" / "*.parquet")
-                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet('{files}', "
-                            f"hive_partitioning = true, union_by_name = true)")
+        try:
+            mine = one(con, "SELECT value FROM meta WHERE key = 'schema_version'")[0]
+            version = one(con, f"SELECT value FROM read_parquet('{_quoted(folder / META)}') "
+                               f"WHERE key = 'schema_version'")
+            if version is None or version[0] != mine:
+                found = _shown(version[0]) if version else "none"
+                raise StoreError(f"{folder}: exported with schema version {found}, this "
+                                 f"tcpvar needs {mine}")
+            for table in ("runs", *RUN_TABLES, *CAPTURE_TABLES):
+                if table != "packets" and (folder / table).is_dir():
+                    files = _quoted(folder / table / "**" / "*.parquet")
+                    con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM read_parquet("
+                                f"'{files}', hive_partitioning = true, union_by_name = true)")
+        except _duckdb().Error as exc:
+            if "No space left on device" in str(exc):
+                raise                   # exit 10, as for any full disk
+            raise StoreError(f"{folder}: not an export this tcpvar reads: "
+                             f"{' '.join(str(exc).split())}") from None
     return db
+
+
+def _shown(value) -> str:
+    """A value of somebody's file in a message: one line, not too long."""
+    return repr(str(value)[:40])

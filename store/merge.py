@@ -5,7 +5,11 @@ run_id and capture_id columns are mapped through them, so the result is a
 store like any other. A run this store holds already (same folder, same
 start) and a capture it holds already (same path, same fingerprint) are not
 copied again: merging twice changes nothing. A folder of Parquet that
-`tcpvar export` wrote merges the same way."""
+`tcpvar export` wrote merges the same way.
+
+The other store may be anybody's: what is copied is the columns of this
+store's own tables, named by this store and checked against the other's
+(docs/schema.md), never a name the other store holds in SQL."""
 from __future__ import annotations
 
 import tempfile
@@ -14,7 +18,7 @@ from pathlib import Path
 from tcpvar.errors import StoreError
 
 from . import segments
-from .db import Store
+from .db import Store, _duckdb, added_columns, identifier, own_objects
 from .export import META, from_parquet, is_export
 
 RUN_REFS = ("run_id",)
@@ -37,17 +41,22 @@ def merge(store: Store, source: str | Path) -> dict:
     with Store(source, read_only=True) as src:  # a tcpvar store of a schema version we read
         old_packets = src.has_packets_table()
     con = store.con
-    con.execute(f"ATTACH '{segments.quoted(source)}' AS src (READ_ONLY)")
+    # an absolute path (no `md:` prefix), read as DuckDB's whatever it holds
+    con.execute(f"ATTACH '{segments.quoted(source.resolve())}' AS src (TYPE duckdb, READ_ONLY)")
     try:
         with store.transaction() as c:
-            counts = _copy(c)
+            counts = _copy(c, _selects(c, source))
             _copy_packets(c, store, source, old_packets)
+    except _duckdb().Error as exc:
+        if "No space left on device" in str(exc):
+            raise                       # exit 10, as for any full disk
+        raise StoreError(f"{source}: cannot merge: {' '.join(str(exc).split())}") from None
     finally:
         con.execute("DETACH src")
     return counts
 
 
-def _copy(con) -> dict:
+def _copy(con, selects: dict[str, str]) -> dict:
     # old id -> new id; `fresh` rows are copied, the others are in the store already
     con.execute("""
         CREATE OR REPLACE TEMP TABLE capture_map AS
@@ -63,8 +72,8 @@ def _copy(con) -> dict:
                t.run_id IS NULL AS fresh
         FROM src.runs s
         LEFT JOIN runs t ON t.dir = s.dir AND t.started_ns IS NOT DISTINCT FROM s.started_ns""")
-    for table in _tables(con):
-        _copy_table(con, table)
+    for table, select in selects.items():
+        con.execute(f"INSERT INTO {identifier(table)} BY NAME {select}")
     (runs, runs_held), = con.execute(
         "SELECT count(*) FILTER (WHERE fresh), count(*) FILTER (WHERE NOT fresh) "
         "FROM run_map").fetchall()
@@ -86,32 +95,42 @@ def _copy_packets(con, store: Store, source: Path, table: bool) -> None:
         segments.copy(segments.root(source), old, store.packets, new)
 
 
-def _tables(con) -> list[str]:
-    """The source's tables that this store has too (its own schema's names)."""
-    return [t for (t,) in con.execute(
-        "SELECT s.table_name FROM duckdb_tables() s JOIN duckdb_tables() t "
-        "ON t.table_name = s.table_name AND t.database_name <> 'src' AND t.schema_name = 'main' "
-        "WHERE s.database_name = 'src' AND s.schema_name = 'main' AND s.table_name <> 'meta' "
-        "ORDER BY 1").fetchall()]
-
-
-def _copy_table(con, table: str) -> None:
-    """The table's rows of fresh runs or captures, their ids mapped."""
-    columns = [c for (c,) in con.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE database_name = 'src' "
-        "AND table_name = $1", [table]).fetchall()]
-    owner = "run_id" if "run_id" in columns else "capture_id" if "capture_id" in columns \
-        else None
-    if owner is None:
-        raise StoreError(f"cannot merge table {table}: it has neither run_id nor capture_id")
-    joins, shown = [], []
-    for col in columns:
-        if col in RUN_REFS or col in CAPTURE_REFS:
-            alias = f"m_{col}"
-            kind = "run_map" if col in RUN_REFS else "capture_map"
-            joins.append(f"LEFT JOIN {kind} {alias} ON {alias}.old = s.{col}")
-            shown.append(f"{alias}.new AS {col}")
-        else:
-            shown.append(f's."{col}"')
-    con.execute(f"INSERT INTO {table} BY NAME SELECT {', '.join(shown)} FROM src.{table} s "
-                f"{' '.join(joins)} WHERE m_{owner}.fresh")
+def _selects(con, source: Path) -> dict[str, str]:
+    """Per table of this store's that the source has too, the SELECT of its
+    rows of fresh runs or captures, ids mapped. A column of the source is
+    copied when this store's table has it, of the same type; a column a
+    later schema added (schema.sql's ALTER TABLE) may be missing, any other
+    refuses the source."""
+    columns: dict[tuple[str, str], dict[str, str]] = {}
+    for db, table, column, typ in con.execute(
+            "SELECT database_name = 'src', table_name, column_name, data_type "
+            "FROM duckdb_columns() JOIN duckdb_tables() USING (database_name, schema_name, "
+            "table_name) WHERE schema_name = 'main' AND database_name IN ('src', "
+            "current_database()) ORDER BY table_name, column_index").fetchall():
+        columns.setdefault(("src" if db else "dst", table), {})[column] = typ
+    selects = {}
+    for table in sorted(name for kind, name in own_objects() if kind == "table"):
+        mine, theirs = columns.get(("dst", table)), columns.get(("src", table))
+        if table in ("meta", "packets") or mine is None or theirs is None:
+            continue                    # packets: below; a table older stores lack
+        owner = "run_id" if "run_id" in mine else "capture_id"
+        joins, shown = [], []
+        for col, typ in mine.items():
+            if col not in theirs:
+                if (table, col) in added_columns():
+                    continue            # NULL, as in the store before it was added
+                raise StoreError(f"{source}: table {table} has no column {col}; "
+                                 f"not a store tcpvar wrote")
+            if theirs[col] != typ:
+                raise StoreError(f"{source}: column {table}.{col} is "
+                                 f"{' '.join(theirs[col].split())[:60]!r}, not {typ}")
+            if col in RUN_REFS or col in CAPTURE_REFS:
+                alias = identifier(f"m_{col}")
+                kind = "run_map" if col in RUN_REFS else "capture_map"
+                joins.append(f"LEFT JOIN {kind} {alias} ON {alias}.old = s.{identifier(col)}")
+                shown.append(f"{alias}.new AS {identifier(col)}")
+            else:
+                shown.append(f"s.{identifier(col)}")
+        selects[table] = (f"SELECT {', '.join(shown)} FROM src.main.{identifier(table)} s "
+                          f"{' '.join(joins)} WHERE {identifier(f'm_{owner}')}.fresh")
+    return selects

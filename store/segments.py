@@ -20,6 +20,8 @@ import os
 import shutil
 from pathlib import Path
 
+from tcpvar.errors import StoreError
+
 # the packets table's columns (docs/schema.md), capture_id from the folder's name
 COLUMNS = (
     ("frame", "UINTEGER"), ("ts_ns", "BIGINT"), ("conn", "UINTEGER"), ("dir", "UTINYINT"),
@@ -108,8 +110,23 @@ def remove(top: Path, capture_id: int) -> None:
 
 
 def copy(top: Path, capture_id: int, to: Path, new_id: int) -> None:
-    """Capture @capture_id's segments as capture @new_id's under @to."""
+    """Capture @capture_id's segments as capture @new_id's under @to. The
+    folder may be somebody else's: a symbolic link (to another store's
+    segments, to /etc/shadow) refuses it, never followed."""
     source = folder(top, capture_id)
+    refuse_links(top, shallow=True)
     if source.is_dir():
+        refuse_links(source)
         shutil.copytree(source, folder(to, new_id), dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".*"))
+
+
+def refuse_links(path: Path, shallow: bool = False) -> None:
+    """StoreError if @path, or (unless @shallow) anything under it, is a
+    symbolic link."""
+    links = [path] if path.is_symlink() else [] if shallow else [
+        Path(parent, name) for parent, dirs, files in os.walk(path)
+        for name in dirs + files if os.path.islink(os.path.join(parent, name))]
+    if links:
+        raise StoreError(f"{links[0]}: a symbolic link where tcpvar writes files of its "
+                         f"own; refused")
