@@ -10,9 +10,9 @@ from pathlib import Path
 
 import duckdb
 
+from tcpvar import safe_write
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.analyzers.series import build_run_series
-from tcpvar import safe_write
 from tcpvar.artefacts.run_folder import FIGURES, REPORT, read_manifest
 from tcpvar.capture import probe
 from tcpvar.capture.session import SessionRequest, capture
