@@ -24,6 +24,8 @@ from pathlib import Path
 from tcpvar import safe_write
 from tcpvar.errors import InputError
 
+from . import checks
+
 MANIFEST = "manifest.json"
 CAPTURES = ("sender", "bottleneck")       # the pcaps, by name
 TC_STATS_TEXT = "tc-stats.txt"
@@ -36,6 +38,7 @@ FIGURES = "figures"                       # its figures, KIND.png
 # what each flow of a manifest needs to be loaded
 FLOW_KEYS = ("flow", "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",
              "duration_s")
+assert set(FLOW_KEYS) == set(checks.FLOW)     # with their types
 
 
 def pcap(name: str) -> str:
@@ -70,7 +73,8 @@ def write_manifest(run_dir: Path, manifest: dict) -> None:
 
 def read_manifest(run_dir: Path) -> dict:
     """The run folder's manifest; InputError (one line) when there is none or
-    it is not one tcpvar wrote."""
+    it is not one tcpvar wrote: every field tcpvar uses is checked for its
+    type here (checks.py), so what reads a manifest can trust it."""
     run_dir = Path(run_dir)
     path = run_dir / MANIFEST
     if not run_dir.is_dir():
@@ -78,20 +82,4 @@ def read_manifest(run_dir: Path) -> dict:
                                             else "no such folder"))
     if not path.exists():
         raise InputError(f"{run_dir}: not a tcpvar run folder (no {MANIFEST})")
-    try:
-        m = json.loads(path.read_text())
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    if not _is_run_manifest(m):
-        raise InputError(f"{path}: not the manifest of a tcpvar run (no params or flows)")
-    return m
-
-
-def _is_run_manifest(m) -> bool:
-    if not isinstance(m, dict) or not isinstance(m.get("params"), dict):
-        return False
-    flows = m.get("flows")
-    return isinstance(flows, list) and all(
-        isinstance(f, dict) and all(k in f for k in FLOW_KEYS) for f in flows)
+    return checks.check_manifest(path, checks.read_json(path))

@@ -6,6 +6,7 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
+from tcpvar.artefacts.checks import MAX_SCHEDULE_STEPS
 from tcpvar.errors import UsageError
 
 MODES = ("single", "fairness", "friendliness")
@@ -16,6 +17,10 @@ PAPER_VARIANTS = ("bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp"
 MTU = 1500
 MAX_RTT_MS = 10_000.0
 MAX_RATE_BPS = 100e9
+# runs one session or study plans at most (--repeat, a study's cells x
+# repeat): 4 times the largest reproduction (callegari2011 full: 245 x 10),
+# checked before any plan is made
+MAX_RUNS = 10_000
 # NGWA modes of Talau & Wille (Table 1): congestion window, smoothing (SE), flow division (FD)
 NGWA_MODES = {1: (True, False, False), 2: (True, True, False), 3: (False, False, False),
               4: (False, True, False), 5: (True, False, True), 6: (True, True, True),
@@ -42,6 +47,9 @@ def parse_rate(text: str) -> float:
 
 def parse_schedule(text: str) -> list[tuple[float, float]]:
     """'0:1gbit,60:500mbit,120:1gbit' -> [(0.0, 1e9), (60.0, 5e8), (120.0, 1e9)]."""
+    if text.count(",") >= MAX_SCHEDULE_STEPS:      # counted before any step is read
+        raise UsageError(f"bandwidth schedule of {text.count(',') + 1} steps: at most "
+                         f"{MAX_SCHEDULE_STEPS}")
     steps = []
     for item in text.split(","):
         at, sep, rate = item.partition(":")
@@ -230,8 +238,8 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
     if not (start_gap_s >= 0 and start_gap_s * (flows - 1) < duration_s):   # nan too
         raise UsageError(f"--start-gap {start_gap_s:g} s leaves the last flow no time "
                          f"in a {duration_s:g} s run")
-    if repeat < 1:
-        raise UsageError("--repeat must be at least 1")
+    if not 1 <= repeat <= MAX_RUNS:
+        raise UsageError(f"--repeat {repeat}: 1 to {MAX_RUNS} (the runs a session may plan)")
     steps = parse_schedule(schedule) if schedule else []
     if steps and steps[-1][0] >= duration_s:
         raise UsageError(f"bandwidth schedule step at {steps[-1][0]:g} s is after "

@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     except (click.exceptions.Abort, KeyboardInterrupt):
         return _interrupted(terminal)
     except click.ClickException as exc:
-        exc.show()
+        _show_usage_error(exc)
         return ExitStatus.USAGE
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -96,6 +96,18 @@ def main(argv: list[str] | None = None) -> int:
                        f"(run again with --traceback and report it)")
         return ExitStatus.ERROR
     return int(status or 0)
+
+
+def _show_usage_error(exc: click.ClickException) -> None:
+    """Click's message, with the control characters of the arguments it
+    quotes escaped (`tcpvar load runs/*` passes the names of somebody's folders)."""
+    import io
+
+    from tcpvar.report.untrusted import printable_lines
+
+    text = io.StringIO()
+    exc.show(file=text)
+    sys.stderr.write(printable_lines(text.getvalue()))
 
 
 def _no_space(exc: Exception) -> bool:

@@ -1,18 +1,17 @@
 """iperf3 `--json` reports -> the flows and iperf_intervals tables."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from tcpvar.artefacts import checks
 
 
 def read_report(path: Path) -> dict | None:
     """An iperf3 JSON report, or None when the flow never wrote one (an
-    interrupted run) or it is cut short."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
+    interrupted run) or it is cut short; InputError (one line, naming the
+    field) when it is not a report iperf3 writes (checks.check_iperf)."""
+    doc = checks.read_json(path, cut_short_ok=True)
+    return None if doc is None else checks.check_iperf(path, doc)
 
 
 def flow_summary(client: dict | None, server: dict | None) -> dict:

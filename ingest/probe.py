@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 
+from tcpvar.artefacts import checks
 from tcpvar.artefacts import probe_record as record
 from tcpvar.errors import InputError
 
@@ -25,9 +26,10 @@ def _addr(text: str) -> str:
 
 
 def _header(path: Path) -> list[str]:
+    """The record's first line (at most 4 kB of it: a header is 400 bytes)."""
     try:
-        with open(path) as f:
-            return f.readline().strip().split(",")
+        with checks.open_regular(path) as f:
+            return f.readline(4096).decode().strip().split(",")
     except FileNotFoundError:
         raise InputError(f"{path}: no such probe record") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from tcpvar import __version__
+from tcpvar.artefacts import checks
 from tcpvar.artefacts import run_folder as layout
 from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.errors import InputError, NoTcpError
@@ -31,6 +32,12 @@ def load_run(store, run_dir: Path, progress=None) -> int:
     what was captured stays."""
     run_dir = Path(run_dir).resolve()
     m = read_manifest(run_dir)
+    # the small files first: one that is malformed (InputError) stops the
+    # folder before its captures are read into the store
+    reports = {f["flow"]: (read_report(run_dir / layout.iperf_report(f["flow"])),
+                           read_report(run_dir / layout.iperf_report(f["flow"], server=True)))
+               for f in m["flows"]}
+    qdiscs = qdisc_rows(run_dir)
     notes = [m["error"]] if m.get("error") else []
     con = store.con
     run_id = one(con, "SELECT nextval('run_ids')")[0]
@@ -60,12 +67,11 @@ def load_run(store, run_dir: Path, progress=None) -> int:
                    tcpvar_version=m.get("tcpvar_version") or __version__,
                    study=(m.get("study") or {}).get("name"),
                    cell=(m.get("study") or {}).get("cell"))
-        for f in m.get("flows", []):
-            _load_flow(c, run_id, run_dir, f, captures.get("sender"))
-        qdiscs = qdisc_rows(run_id, run_dir)
+        for f in m["flows"]:
+            _load_flow(c, run_id, f, reports[f["flow"]], captures.get("sender"))
         if qdiscs:
             c.executemany("INSERT INTO qdisc_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
-                          "$9, $10, $11, $12, $13, $14, $15)", qdiscs)
+                          "$9, $10, $11, $12, $13, $14, $15)", [[run_id, *q] for q in qdiscs])
     try:
         _load_probe(store, run_id, run_dir, m)
     except InputError as exc:     # e.g. a record cut short: the run stays, with the reason
@@ -74,10 +80,9 @@ def load_run(store, run_dir: Path, progress=None) -> int:
     return run_id
 
 
-def _load_flow(con, run_id: int, run_dir: Path, f: dict, sender_capture: int | None) -> None:
+def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | None) -> None:
     n = f["flow"]
-    client = read_report(run_dir / layout.iperf_report(n))
-    server = read_report(run_dir / layout.iperf_report(n, server=True))
+    client, server = reports
     s = flow_summary(client, server)
     conn = None
     if sender_capture is not None:
@@ -103,16 +108,20 @@ _QDISC_KEYS = {"router", "dev", "kind", "handle", "parent", "root", "refcnt", "o
                "offloaded", "ingress_block", "egress_block"}
 
 
-def qdisc_rows(run_id: int, run_dir: Path) -> list[list]:
-    """tc-stats.json (the runner's `tc -s -j qdisc` of each router link)."""
-    try:
-        qdiscs = json.loads((run_dir / layout.TC_STATS_JSON).read_text())
-    except (OSError, ValueError):
+def qdisc_rows(run_dir: Path) -> list[list]:
+    """tc-stats.json (the runner's `tc -s -j qdisc` of each router link), a
+    row of qdisc_stats but its run_id per qdisc: none when the run wrote
+    none or it is cut short; InputError when it is not what the runner
+    writes (checks.check_tc_stats)."""
+    path = run_dir / layout.TC_STATS_JSON
+    qdiscs = checks.read_json(path, cut_short_ok=True)
+    if qdiscs is None:
         return []
+    checks.check_tc_stats(path, qdiscs)
     rows = []
     for q in qdiscs:
         xstats = {k: v for k, v in q.items() if k not in _QDISC_KEYS}
-        rows.append([run_id, q.get("router"), q.get("dev"), q.get("kind"), q.get("handle"),
+        rows.append([q.get("router"), q.get("dev"), q.get("kind"), q.get("handle"),
                      q.get("parent"), q.get("bytes"), q.get("packets"), q.get("drops"),
                      q.get("overlimits"), q.get("requeues"), q.get("backlog"), q.get("qlen"),
                      json.dumps(q.get("options") or {}), json.dumps(xstats) if xstats else None])
@@ -127,5 +136,5 @@ def _load_probe(store, run_id: int, run_dir: Path, m: dict) -> None:
 
 
     flows = [(f["flow"], f["src_addr"], f["src_port"], f["dst_addr"], f["dst_port"])
-             for f in m.get("flows", [])]
+             for f in m["flows"]]
     load_probe(store, run_id, path, flows)

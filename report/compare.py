@@ -12,6 +12,8 @@ import io
 from rich import box
 from rich.table import Table
 
+from .untrusted import printable
+
 # metric -> heading and digits after the point
 HEADINGS = {
     "throughput_mbps": ("throughput Mbit/s", 2), "goodput_mbps": ("goodput Mbit/s", 2),
@@ -48,7 +50,8 @@ LAYOUTS = ("groups", "variants", *PAPER_LAYOUTS)
 
 
 def _value(v) -> str:
-    return "—" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+    """A key's value: a study file's or a store's, shown as text."""
+    return "—" if v is None else f"{v:g}" if isinstance(v, float) else printable(v)
 
 
 def rows(doc: dict, layout: str = "groups",
@@ -58,7 +61,7 @@ def rows(doc: dict, layout: str = "groups",
     if layout == "variants":
         return _variants(doc, metric)
     columns = PAPER_LAYOUTS.get(layout) or [(HEADINGS[m][0], m) for m in shown_metrics(doc)]
-    head = [*doc["by"], "n", *(h for h, _ in columns)]
+    head = [*map(printable, doc["by"]), "n", *(h for h, _ in columns)]
     body = [[*(_value(v) for v in g["key"].values()), str(g["n"]),
              *(cell(g["mean"][m], g["ci95"][m], HEADINGS[m][1]) for _, m in columns)]
             for g in doc["groups"]]
@@ -79,7 +82,7 @@ def _variants(doc: dict, metric: str) -> tuple[list[str], list[list[str]], int]:
               for s in scenarios)]
     body = []
     for v in variants:
-        line = [v]
+        line = [printable(v)]
         for s in scenarios:
             g = by.get((v, s))
             line.append("—" if g is None else
@@ -91,7 +94,7 @@ def _variants(doc: dict, metric: str) -> tuple[list[str], list[list[str]], int]:
 
 def table(doc: dict, title: str, layout: str = "groups", metric: str = "iperf3_mbps") -> Table:
     head, body, keys = rows(doc, layout, metric)
-    t = Table(title=title, box=box.SIMPLE, title_justify="left")
+    t = Table(title=printable(title), box=box.SIMPLE, title_justify="left")
     for i, h in enumerate(head):
         t.add_column(h, justify="left" if i < keys else "right")
     for r in body:
@@ -121,7 +124,8 @@ def notes(doc: dict) -> list[str]:
     out = ["mean ± half-width of the 95 % confidence interval (Student's t, n − 1 degrees of "
            "freedom); no interval with one run"]
     if doc["left_out"]:
-        names = ", ".join(f"{r['run_id']} ({r['status']})" for r in doc["left_out"][:5])
+        names = ", ".join(f"{r['run_id']} ({printable(r['status'])})"
+                          for r in doc["left_out"][:5])
         more = len(doc["left_out"]) - 5
         out.append(f"left out, not complete: {names}" + (f" and {more} more" if more > 0 else ""))
     return out
@@ -131,13 +135,13 @@ def sweep_table(name: str, entries: list[dict], dry_run: bool = False) -> Table:
     """A sweep's end (or its plan): per run its store id, cell, repetition
     and what happened (or will)."""
     keys = list(dict.fromkeys(k for e in entries for k in e["cell"]))
-    t = Table(title=f"study {name}", box=box.SIMPLE, title_justify="left")
+    t = Table(title=printable(f"study {name}"), box=box.SIMPLE, title_justify="left")
     for h in ("run", *keys, "rep", "status"):
-        t.add_column(h)
-    for e in entries:
-        t.add_row(str(e["run_id"] or "—"), *(str(e["cell"].get(k, "—")) for k in keys),
+        t.add_column(printable(h))
+    for e in entries:       # a study file's values and name: shown as text
+        t.add_row(str(e["run_id"] or "—"), *(printable(e["cell"].get(k, "—")) for k in keys),
                   str(e["repetition"]),
                   "in the store already" if e["skipped"] else
                   "another shard's" if e["other_shard"] else
-                  "to run" if dry_run else (e["status"] or "not run"))
+                  "to run" if dry_run else printable(e["status"] or "not run"))
     return t

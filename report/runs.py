@@ -11,13 +11,15 @@ from rich.table import Table
 from tcpvar.progress import Progress
 
 from .tables import ms, si
+from .untrusted import printable
 
 RUN_COLUMNS = ("flow", "cc", "role", "throughput iperf3", "throughput pcap", "rexmit pkts",
                "RTT avg ms", "RTT min ms", "cwnd max", "RTO events")
 
 
 def flow_row(f: dict) -> tuple:
-    return (str(f["flow"]), f["cc"], f["role"], si(f["throughput_bps"]["iperf3"], "bit/s"),
+    return (str(f["flow"]), printable(f["cc"]), printable(f["role"]),
+            si(f["throughput_bps"]["iperf3"], "bit/s"),
             si(f["throughput_bps"]["pcap"], "bit/s"),
             "-" if f["retransmitted_packets"] is None else str(f["retransmitted_packets"]),
             ms(f["rtt_avg_ms"]), ms(f["rtt_min_ms"]),
@@ -25,22 +27,33 @@ def flow_row(f: dict) -> tuple:
             "-" if f["rto_events"] is None else f"{f['rto_events']} ({f['rto_events_source']})")
 
 
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _g(value) -> str:
+    """A parameter's number; anything else (a store of somebody else's) as text."""
+    return f"{value:g}" if _number(value) else "?" if value is None else str(value)
+
+
 def run_title(s: dict) -> str:
-    p = s["params"] or {}
-    bw = si(p.get("bw_bps"), "bit/s")
+    p = s["params"] if isinstance(s["params"], dict) else {}
+    bw = p.get("bw_bps")
+    bw = si(bw, "bit/s") if bw is None or _number(bw) else str(bw)
     title = (f"run {s['run_id']} ({s['name']}): {p.get('mode')} on {s['backend']}, "
-             f"kernel {s['kernel']}, RTT {p.get('rtt_ms'):g} ms, loss {p.get('loss_pct'):g}%, "
-             f"bottleneck {bw}, {p.get('duration_s'):g} s")
+             f"kernel {s['kernel']}, RTT {_g(p.get('rtt_ms'))} ms, "
+             f"loss {_g(p.get('loss_pct'))}%, bottleneck {bw}, {_g(p.get('duration_s'))} s")
     if p.get("jitter_ms"):
-        title += f", jitter {p['jitter_ms']:g} ms"
+        title += f", jitter {_g(p['jitter_ms'])} ms"
     if p.get("ngwa_mode") is not None:
         title += f", NGWA mode {p['ngwa_mode']}"
     if p.get("wbrto") is not None:
         title += f", WB-RTO {p['wbrto']} (unit {p.get('wbrto_unit_ms')} ms)"
     if s["status"] != "complete":
         # 'running' in a finished folder: the run never ended (its host or guest went away)
-        title += " — " + ("INCOMPLETE" if s["status"] == "running" else s["status"].upper())
-    return title
+        title += " — " + ("INCOMPLETE" if s["status"] == "running" else
+                          str(s["status"]).upper())
+    return printable(title)       # names, kernel, mode: a run folder may be anyone's
 
 
 def summary_lines(s: dict) -> list[str]:
@@ -85,7 +98,7 @@ def summary_lines(s: dict) -> list[str]:
     lines.append(f"artefacts: {s['dir']}")
     if s.get("report"):
         lines.append(f"report: {s['report']} (figures in figures/)")
-    return lines
+    return [printable(line) for line in lines]      # variants, notes, paths: from inputs
 
 
 def _j(x) -> str:
@@ -181,8 +194,12 @@ class LiveProgress:
     def _line(self, text: str) -> None:
         if self.quiet:
             return
+        text = printable(text)          # a phase names folders, and they may be anyone's
         if self.live is not None:
-            self.live.console.print(f"[dim]{time.monotonic() - self.t0:6.1f} s[/dim] {text}")
+            from rich.text import Text
+
+            self.live.console.print(Text.assemble((f"{time.monotonic() - self.t0:6.1f} s",
+                                                   "dim"), f" {text}"))
         else:
             print(f"{time.monotonic() - self.t0:6.1f} s  {text}", file=sys.stderr, flush=True)
 
@@ -191,14 +208,14 @@ class LiveProgress:
         if not s:
             from rich.text import Text
 
-            return Text(f"{self.phase}{_count(self.event)} …")
+            return Text(printable(f"{self.phase}{_count(self.event)} …"))
         left = max(0.0, s["total_s"] - s["elapsed_s"])
         t = Table(title=f"running: {s['elapsed_s']:.0f} s of {s['total_s']:g} s, "
                         f"{left:.0f} s left", box=box.SIMPLE, title_justify="left")
         for h in ("flow", "cc", "throughput", "cwnd", "RTT ms"):
             t.add_column(h, justify="left" if h == "cc" else "right")
         for f in s["flows"]:
-            t.add_row(str(f["flow"]), f["cc"],
+            t.add_row(str(f["flow"]), printable(f["cc"]),
                       si(f["bps"], "bit/s") if f["running"] else "not running",
                       "-" if f["cwnd"] is None else f"{f['cwnd']:.0f}", ms(f["rtt_ms"]))
         return t

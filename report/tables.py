@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from tcpvar.analyzers.connections import DIRECTIONS
 
+from .untrusted import printable
+
 if TYPE_CHECKING:
     from rich.table import Table
 
@@ -65,7 +67,8 @@ def conn_rows(capture: dict):
 def connections_table(capture: dict) -> Table:
     """The same figures as a Rich table, for a terminal: it fits the columns
     to the screen's width (slow to lay out for thousands of rows)."""
-    t = _table(title=f"{capture['path']}: {len(capture['connections'])} TCP connections",
+    t = _table(title=printable(f"{capture['path']}: {len(capture['connections'])} TCP "
+                               f"connections"),
                title_justify="left")
     for header, align in CONN_COLUMNS:
         t.add_column(header, justify="right" if align == ">" else "left",
@@ -81,7 +84,7 @@ def connections_text(capture: dict) -> str:
     rows = list(conn_rows(capture))
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _) in enumerate(CONN_COLUMNS)]
     line = "  ".join(f"{{:{a}{w}}}" for (_, a), w in zip(CONN_COLUMNS, widths)).format
-    out = [f"{capture['path']}: {len(capture['connections'])} TCP connections", "",
+    out = [printable(f"{capture['path']}: {len(capture['connections'])} TCP connections"), "",
            line(*(h for h, _ in CONN_COLUMNS)), "  ".join("-" * w for w in widths)]
     for i, row in enumerate(rows):
         out.append(line(*row).rstrip())
@@ -91,13 +94,13 @@ def connections_text(capture: dict) -> str:
 
 
 def fairness_table(capture_path: str, result: dict) -> Table:
-    t = _table(title=f"{capture_path}: fairness", title_justify="left")
+    t = _table(title=printable(f"{capture_path}: fairness"), title_justify="left")
     t.add_column("flow", justify="right")
     t.add_column("sender")
     t.add_column("unique bytes", justify="right")
     t.add_column("goodput", justify="right")
     for f in result["flows"]:
-        t.add_row(str(f["conn"]), f["sender"], si(f["unique_bytes"], "B"),
+        t.add_row(str(f["conn"]), printable(f["sender"]), si(f["unique_bytes"], "B"),
                   si(f["goodput_bps"], "bit/s"))
     return t
 
@@ -123,7 +126,7 @@ def fairness_lines(result: dict) -> list[str]:
 def rows_table(columns: list[str], rows: list[tuple]) -> Table:
     t = _table()
     for c in columns:
-        t.add_column(c)
-    for r in rows:
-        t.add_row(*("NULL" if v is None else str(v) for v in r))
+        t.add_column(printable(c))
+    for r in rows:      # a store may be anyone's: its texts are shown as text
+        t.add_row(*("NULL" if v is None else printable(v) for v in r))
     return t

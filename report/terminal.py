@@ -9,21 +9,24 @@ import sys
 
 from tcpvar.progress import Progress, ignore
 
+from .untrusted import printable, printable_lines
+
 
 @functools.cache
 def out():
-    """Rich console on stdout; piped, tables keep their columns (200 wide)."""
+    """Rich console on stdout; piped, tables keep their columns (200 wide).
+    Markup off: a cell or title that came from an input is shown as it is."""
     from rich.console import Console
 
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=200)
+    console = Console(highlight=False, markup=False)
+    return console if console.is_terminal else Console(highlight=False, markup=False, width=200)
 
 
 @functools.cache
 def err():
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 
 
 def stdout_is_terminal() -> bool:
@@ -39,26 +42,30 @@ def show(renderable) -> None:
     console = out()
     natural = Measurement.get(console, console.options.update_width(10_000), renderable).maximum
     if natural > console.width:
-        console = Console(highlight=False, width=natural)
+        console = Console(highlight=False, markup=False, width=natural)
     console.print(renderable)
 
 
 def note(message: str) -> None:
-    """A plain line on stderr."""
-    print(message, file=sys.stderr)
+    """A plain line on stderr (messages quote paths and fields of inputs:
+    their control characters are shown escaped, and it stays one line)."""
+    print(printable(message), file=sys.stderr)
 
 
 def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
+    print(f"warning: {printable(message)}", file=sys.stderr)
 
 
 def error(message: str) -> None:
     """One line on stderr: `tcpvar: error: ...`."""
-    print(f"tcpvar: error: {message}", file=sys.stderr)
+    print(f"tcpvar: error: {printable(message)}", file=sys.stderr)
 
 
 def data(text: str) -> None:
-    """Machine-readable output, written as is."""
+    """Machine-readable output, written as is into a pipe; on a terminal
+    with control characters escaped (a CSV cell of somebody's store)."""
+    if stdout_is_terminal():
+        text = printable_lines(text)
     sys.stdout.write(text)
     if not text.endswith("\n"):
         sys.stdout.write("\n")
@@ -86,13 +93,13 @@ def file_progress(label: str, quiet: bool = False):
         TransferSpeedColumn,
     )
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
                   TransferSpeedColumn(), TimeRemainingColumn(), console=err(),
                   transient=True) as progress:
-        task = progress.add_task(label, total=None)
+        task = progress.add_task(printable(label), total=None)
 
         def update(event: Progress) -> None:
-            progress.update(task, description=event.phase or label, completed=event.done,
-                            total=event.total)
+            progress.update(task, description=printable(event.phase or label),
+                            completed=event.done, total=event.total)
 
         yield update

@@ -23,14 +23,16 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tcpvar.analyzers.compare import KEYS
+from tcpvar.artefacts.checks import open_regular
 from tcpvar.artefacts.run_folder import read_manifest
-from tcpvar.capture.params import RunParams, make_params
+from tcpvar.capture.params import MAX_RUNS, RunParams, make_params
 from tcpvar.capture.session import PlannedRun
 from tcpvar.errors import InputError, TcpvarError, UsageError
 from tcpvar.progress import Progress
@@ -56,6 +58,7 @@ OPTIONS = {
     "seed": ("seed", int, 0),
 }
 assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
+MAX_FILE_BYTES = 1 << 20            # a study file is a few kB (callegari2011's: 10)
 
 
 @dataclass
@@ -120,13 +123,34 @@ def study_from(name: str | None, file: str | None, given: dict[str, str | None],
         raise UsageError("a study needs a name: --name NAME, or name = \"...\" in its file")
     repeat = repeat or doc.pop("repeat", 1)
     doc.pop("repeat", None)
-    values = {k: _as_list(k, v) for k, v in doc.items()}
+    try:
+        values = {k: _as_list(k, v) for k, v in doc.items()}
+    except UsageError as exc:           # the file's value: the file is named
+        raise InputError(f"{file}: {exc}") from None
     for k, text in given.items():
         if text is not None:
             values[k] = [_one(k, v) for v in split(k, text)]
-    if not isinstance(repeat, int) or repeat < 1:
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise UsageError(f"repeat {repeat!r}: a study repeats every cell 1 or more times")
-    return Study(name, values, repeat, parse_shard(shard) if shard else (1, 1))
+    study = Study(name, values, repeat, parse_shard(shard) if shard else (1, 1))
+    try:
+        check_size(study)
+    except UsageError as exc:
+        raise (InputError(f"{file}: {exc}") if file else exc) from None
+    return study
+
+
+def check_size(study: Study) -> int:
+    """The runs the study plans, counted before any is planned: UsageError
+    beyond MAX_RUNS (a study file's repeat = 1000000000 would plan until the
+    memory runs out)."""
+    n_cells = len(study.grid) if study.grid is not None else \
+        math.prod(len(v) for v in study.values.values())
+    runs = n_cells * study.repeat
+    if runs > MAX_RUNS:
+        raise UsageError(f"study {study.name}: {n_cells} cells x {study.repeat} repeats = "
+                         f"{runs} runs, more than a study may plan ({MAX_RUNS})")
+    return runs
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -141,17 +165,39 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _read_file(path: str) -> dict:
+    """The study file's keys, each checked for its type (a study file may be
+    anyone's: every problem is one line naming the file and the key)."""
     try:
-        doc = tomllib.loads(Path(path).read_text())
+        with open_regular(Path(path)) as f:
+            data = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MB: not a study file")
+    try:
+        doc = tomllib.loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: not a study file (TOML): {exc}") from None
-    for k in doc:
+    except RecursionError:
+        raise InputError(f"{path}: not a study file (TOML): nested too deeply") from None
+    for k, v in doc.items():
         if k not in OPTIONS and k not in ("name", "repeat"):
             raise InputError(f"{path}: unknown key {k!r} (study keys: name, repeat, "
                              f"{', '.join(OPTIONS)})")
+        if k == "name" and not (isinstance(v, str) and v.strip()):
+            raise InputError(f"{path}: name: {_quoted(v)} is not a text")
+        if k == "repeat" and not (isinstance(v, int) and not isinstance(v, bool)):
+            raise InputError(f"{path}: repeat: {_quoted(v)} is not an integer")
+        if k in OPTIONS and not all(isinstance(x, (str, int, float)) and not isinstance(x, bool)
+                                    for x in (v if isinstance(v, list) else [v])):
+            raise InputError(f"{path}: {k}: {_quoted(v)} is not a value or a list of values")
     return doc
+
+
+def _quoted(v, width: int = 40, show=repr) -> str:
+    """A short quote of a value (a schedule of 1000 steps), for a one-line message."""
+    text = show(v)
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def _as_list(key: str, value) -> list:
@@ -180,6 +226,7 @@ def _one(key: str, value):
 def cells(study: Study) -> list[Cell]:
     """The study's grid, else the product of its values, the first key
     outermost; each cell checked as `tcpvar run` checks its options."""
+    check_size(study)
     keys = list(study.values)
     grid = [{k: _one(k, v) for k, v in g.items()} for g in study.grid] if study.grid else \
         [dict(zip(keys, combo)) for combo in itertools.product(*(study.values[k] for k in keys))]
@@ -204,7 +251,8 @@ def cell_key(params: RunParams) -> str:
 
 
 def _describe(values: dict) -> str:
-    return " ".join(f"{k}={str(v).replace(',', '+')}" for k, v in values.items()) or "(one)"
+    return " ".join(f"{k}={_quoted(v, 60, str).replace(',', '+')}"
+                    for k, v in values.items()) or "(one)"
 
 
 # --- running it ---------------------------------------------------------------

@@ -144,7 +144,29 @@ def draw(doc: dict):
                 "rto": kernel.draw_rto, "throughput": rates.draw_throughput,
                 "fairness": rates.draw_fairness, "ngwa": windows.draw_ngwa,
                 "window": windows.draw_window, "scatter": scatter.draw_scatter}
-    return painters[doc["kind"]](doc)
+    fig = painters[doc["kind"]](doc)
+    _literal(fig)
+    return fig
+
+
+def _literal(fig) -> None:
+    """Every text shown as it is: titles and legends name runs, flows and
+    variants of run folders and stores that may be anyone's, and matplotlib
+    would read `$...$` in them as mathtext (a formula, or an error that
+    loses the figure). tcpvar's own texts use none; the tick labels, which
+    a log axis writes in mathtext, are left alone. Control characters are
+    shown escaped."""
+    from matplotlib.text import Text
+
+    from ..untrusted import printable_lines
+
+    ticks = {id(t) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+             for t in axis.findobj(Text)}
+    for text in fig.findobj(Text):
+        if id(text) not in ticks:
+            text.set_usetex(False)
+            text.set_parse_math(False)
+            text.set_text(printable_lines(text.get_text()))
 
 
 def check_format(path: str | Path) -> None:

@@ -1,0 +1,281 @@
+"""The shape of what a run folder's JSON files hold, checked where they are
+read (docs/security.md): a run folder may be somebody else's, and every
+field ingest and report use is checked for its type and range before any
+of it is used, so a malformed one is one line naming the file and the
+field (InputError, exit status 3), never a failure halfway through.
+
+  read_json          a JSON file of a run folder: size, nesting, syntax
+  check_manifest     manifest.json (run_folder.read_manifest)
+  check_iperf        iperf-<flow>.json, iperf-<flow>-server.json
+  check_tc_stats     tc-stats.json
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+from pathlib import Path
+
+from tcpvar.errors import InputError
+
+# a run's manifest is a few kB and its iperf3 reports a few MB (a day's run
+# at 1 s intervals): a file larger than this is not one tcpvar wrote
+MAX_JSON_BYTES = 64 << 20
+# steps of a bandwidth schedule (`--bw-schedule`, a study's bw_schedule, a
+# manifest's params.schedule); the seed papers' have 3
+MAX_SCHEDULE_STEPS = 1000
+_BIGINT = 1 << 63               # the store's BIGINT columns
+_INTEGER = 1 << 31              # and its INTEGER ones
+
+
+def open_regular(path: Path):
+    """@path opened to read bytes, if it is a regular file: a FIFO or a
+    device planted under a file's name would hang or never end the read.
+    FileNotFoundError when there is none; InputError otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)   # a FIFO's open waits without it
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    f = os.fdopen(fd, "rb")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        f.close()
+        raise InputError(f"{path}: not a regular file")
+    return f
+
+
+def read_json(path: Path, cut_short_ok: bool = False):
+    """The JSON document of @path; InputError (one line) when it is not a
+    regular file, too large, nested too deeply or not JSON. With
+    @cut_short_ok, a missing file or one that is not JSON (a run stopped
+    while writing it) is None instead."""
+    try:
+        f = open_regular(path)
+    except FileNotFoundError:
+        if cut_short_ok:
+            return None
+        raise InputError(f"{path}: no such file") from None
+    with f:
+        try:
+            data = f.read(MAX_JSON_BYTES + 1)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(data) > MAX_JSON_BYTES:
+        raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MB, not one tcpvar wrote")
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise InputError(f"{path}: not valid JSON (nested too deeply)") from None
+    except ValueError as exc:           # UnicodeDecodeError too
+        if cut_short_ok:
+            return None
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+
+
+# --- types ---------------------------------------------------------------------
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+        and abs(v) < _BIGINT
+
+
+def _integer(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -_BIGINT <= v < _BIGINT
+
+
+def _count(v) -> bool:
+    return _integer(v) and v >= 0
+
+
+KINDS = {   # name in the message -> test
+    "a number": _number,
+    "an integer": _integer,
+    "a count (an integer, 0 or more)": _count,
+    "a positive integer": lambda v: _integer(v) and 1 <= v < _INTEGER,
+    "a port (0 to 65535)": lambda v: _integer(v) and 0 <= v <= 65535,
+    "a text": lambda v: isinstance(v, str),
+    "an object": lambda v: isinstance(v, dict),
+    "a list": lambda v: isinstance(v, list),
+}
+_NUM, _INT, _CNT, _POS, _PORT, _TEXT, _OBJ, _LIST = KINDS
+
+
+class _Bad(Exception):
+    """A field that is not what it should be: where, and what it should be."""
+
+
+def _shown(v) -> str:
+    """A short quote of a bad value (the message is one line; the terminal
+    escapes its control characters)."""
+    text = json.dumps(v) if isinstance(v, (str, int, float, bool)) or v is None else \
+        type(v).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _field(doc: dict, key: str, kind: str, where: str, required: bool = False):
+    """doc[key] when it is of @kind; an optional field may be missing or null."""
+    name = f"{where}{key}"
+    if key not in doc:
+        if required:
+            raise _Bad(f"{name}: missing")
+        return None
+    v = doc[key]
+    if v is None and not required:
+        return None
+    if not KINDS[kind](v):
+        if kind == _NUM and isinstance(v, (int, float)) and not isinstance(v, bool):
+            raise _Bad(f"{name}: {_shown(v)} is out of range")     # NaN, infinity, 1e300
+        raise _Bad(f"{name}: {_shown(v)} is not {kind}")
+    return v
+
+
+def _fields(doc: dict, spec: dict, where: str = "") -> None:
+    """Each field of @spec ({key: (kind, required)}) checked in @doc."""
+    for key, (kind, required) in spec.items():
+        _field(doc, key, kind, where, required=required)
+
+
+def _checked(path: Path, what: str, check, doc):
+    """@doc once @check passed; else InputError: @path, what it is not, the field."""
+    try:
+        check(doc)
+    except _Bad as exc:
+        raise InputError(f"{path}: not {what} ({exc})") from None
+    return doc
+
+
+# --- manifest.json -------------------------------------------------------------
+
+# What ingest, the summary, the figures, the report and the studies read of
+# a manifest (capture/runner.py writes it). Required: what every manifest
+# tcpvar wrote has; the rest may be missing (older tcpvar) or null.
+MANIFEST = {
+    "params": (_OBJ, True), "flows": (_LIST, True), "status": (_TEXT, True),
+    "backend": (_TEXT, False), "kernel": (_TEXT, False), "kernel_version": (_TEXT, False),
+    "hostname": (_TEXT, False), "tcpvar_version": (_TEXT, False), "tag": (_TEXT, False),
+    "error": (_TEXT, False), "seed": (_INT, False), "repetition": (_POS, False),
+    "created_ns": (_INT, False), "started_ns": (_INT, False), "ended_ns": (_INT, False),
+    "probe": (_OBJ, False), "study": (_OBJ, False), "tools": (_OBJ, False),
+    "sysctls": (_OBJ, False), "capture_drops": (_OBJ, False),
+}
+PARAMS = {      # capture/params.py RunParams.to_json()
+    "ccs": (_LIST, True), "rtt_ms": (_NUM, True), "loss_pct": (_NUM, True),
+    "jitter_ms": (_NUM, False),         # runs before --jitter lack it
+    "bw_bps": (_NUM, True), "buffer": (_OBJ, True), "duration_s": (_NUM, True),
+    "flows": (_POS, True), "mode": (_TEXT, True), "start_gap_s": (_NUM, True),
+    "schedule": (_LIST, True), "repeat": (_POS, True), "seed": (_INT, True),
+    "shaper": (_TEXT, True), "ngwa_mode": (_INT, False), "wbrto": (_TEXT, False),
+    "wbrto_unit_ms": (_INT, True),
+}
+BUFFER = {"text": (_TEXT, True), "packets": (_CNT, False), "bytes": (_CNT, False)}
+STEP = {"t_s": (_NUM, True), "bw_bps": (_NUM, True)}
+FLOW = {        # run_folder.FLOW_KEYS, each with its type
+    "flow": (_POS, True), "role": (_TEXT, True), "cc": (_TEXT, True),
+    "src_addr": (_TEXT, True), "src_port": (_PORT, True), "dst_addr": (_TEXT, True),
+    "dst_port": (_PORT, True), "start_s": (_NUM, True), "duration_s": (_NUM, True),
+}
+PROBE = {"source": (_TEXT, False), "reason": (_TEXT, False), "events": (_CNT, False),
+         "lost": (_CNT, False), "error": (_TEXT, False)}
+STUDY = {"name": (_TEXT, True), "cell": (_TEXT, True)}
+
+
+def check_manifest(path: Path, m) -> dict:
+    """@m, the manifest read from @path, if every field tcpvar uses has its
+    type; else InputError naming the field."""
+    if not isinstance(m, dict):
+        raise InputError(f"{path}: not the manifest of a tcpvar run (not a JSON object)")
+    return _checked(path, "the manifest of a tcpvar run", _manifest, m)
+
+
+def _manifest(m: dict) -> None:
+    _fields(m, MANIFEST)
+    p = m["params"]
+    _fields(p, PARAMS, "params.")
+    for i, cc in enumerate(p["ccs"]):
+        if not isinstance(cc, str):
+            raise _Bad(f"params.ccs[{i}]: {_shown(cc)} is not a text")
+    _fields(p["buffer"], BUFFER, "params.buffer.")
+    if len(p["schedule"]) > MAX_SCHEDULE_STEPS:
+        raise _Bad(f"params.schedule: {len(p['schedule'])} steps, more than a bandwidth "
+                   f"schedule may have ({MAX_SCHEDULE_STEPS})")
+    for i, step in enumerate(p["schedule"]):
+        where = f"params.schedule[{i}]"
+        if not isinstance(step, dict):
+            raise _Bad(f"{where}: {_shown(step)} is not an object")
+        _fields(step, STEP, where + ".")
+    numbers = set()
+    for i, f in enumerate(m["flows"]):
+        where = f"flows[{i}]"
+        if not isinstance(f, dict):
+            raise _Bad(f"{where}: {_shown(f)} is not an object")
+        _fields(f, FLOW, where + ".")
+        if f["flow"] in numbers:
+            raise _Bad(f"{where}.flow: flow {f['flow']} is there twice")
+        numbers.add(f["flow"])
+    for key, spec in (("probe", PROBE), ("study", STUDY)):
+        if m.get(key) is not None:
+            _fields(m[key], spec, key + ".")
+    for key in ("tools", "sysctls"):
+        for k, v in (m.get(key) or {}).items():
+            if v is not None and not isinstance(v, (str, int, float)):
+                raise _Bad(f"{key}.{k}: {_shown(v)} is not a text or a number")
+
+
+# --- iperf3 reports --------------------------------------------------------------
+
+# what ingest/iperf.py reads of a report (iperf3 --json)
+SUM = {"bytes": (_NUM, False), "retransmits": (_NUM, False),
+       "bits_per_second": (_NUM, False)}
+STREAM = {"start": (_NUM, False), "end": (_NUM, False), "bytes": (_NUM, False),
+          "bits_per_second": (_NUM, False), "retransmits": (_NUM, False),
+          "snd_cwnd": (_NUM, False), "rtt": (_NUM, False), "rttvar": (_NUM, False)}
+
+
+def check_iperf(path: Path, doc):
+    """@doc, an iperf3 report read from @path, if what tcpvar reads of it
+    has its type; else InputError naming the field."""
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: not an iperf3 report (not a JSON object)")
+    return _checked(path, "an iperf3 report", _iperf, doc)
+
+
+def _iperf(doc: dict) -> None:
+    _field(doc, "error", _TEXT, "")
+    end = _field(doc, "end", _OBJ, "") or {}
+    for key in ("sum_sent", "sum_received"):
+        _fields(_field(end, key, _OBJ, "end.") or {}, SUM, f"end.{key}.")
+    _field(end, "sender_tcp_congestion", _TEXT, "end.")
+    for i, interval in enumerate(_field(doc, "intervals", _LIST, "") or []):
+        where = f"intervals[{i}]"
+        if not isinstance(interval, dict):
+            raise _Bad(f"{where}: {_shown(interval)} is not an object")
+        streams = _field(interval, "streams", _LIST, where + ".") or []
+        if streams:                     # the first stream is the one read
+            if not isinstance(streams[0], dict):
+                raise _Bad(f"{where}.streams[0]: {_shown(streams[0])} is not an object")
+            _fields(streams[0], STREAM, f"{where}.streams[0].")
+
+
+# --- tc-stats.json ---------------------------------------------------------------
+
+QDISC = {"router": (_TEXT, False), "dev": (_TEXT, False), "kind": (_TEXT, False),
+         "handle": (_TEXT, False), "parent": (_TEXT, False), "options": (_OBJ, False),
+         **{k: (_NUM, False) for k in ("bytes", "packets", "drops", "overlimits", "requeues",
+                                       "backlog", "qlen")}}
+
+
+def check_tc_stats(path: Path, doc):
+    """@doc, the qdiscs read from @path, if each is an object whose fields
+    tcpvar stores have their types; else InputError naming the field."""
+    if not isinstance(doc, list):
+        raise InputError(f"{path}: not the runner's queue statistics (not a JSON list)")
+    return _checked(path, "the runner's queue statistics", _tc_stats, doc)
+
+
+def _tc_stats(doc: list) -> None:
+    for i, q in enumerate(doc):
+        if not isinstance(q, dict):
+            raise _Bad(f"[{i}]: {_shown(q)} is not an object")
+        _fields(q, QDISC, f"[{i}].")

@@ -1,0 +1,329 @@
+"""Malformed inputs and the text in them (docs/security.md): a run folder,
+a study file or a store from someone else is one line on stderr naming the
+file and the field, with its exit status, never an internal error; what
+its texts hold (terminal escapes, Rich markup, mathtext) is shown as text,
+in the terminal and in figures; and a study file cannot ask for work
+without bounds. Each attacker's file is built here, most from a copy of a
+real run's folder."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tcpvar.artefacts.checks import MAX_SCHEDULE_STEPS
+from tcpvar.capture.params import MAX_RUNS
+from tcpvar.errors import ExitStatus
+
+from conftest import tcpvar_main as tcpvar
+from run_helpers import tcpvar_run
+
+RUN = ("--backend", "netns", "--cc", "cubic", "--rtt", 0, "--buffer", 60, "--duration", 3,
+       "--bw", "20mbit")
+# a terminal's window title set, its screen cleared, Rich markup and a link
+ESCAPES = "\x1b]0;pwned\x07[bold]x[/bold]\x1b[2J\x9b31m[link=https://evil.example]y[/link]"
+ESCAPES_SHOWN = r"\x1b]0;pwned\x07[bold]x[/bold]\x1b[2J\x9b31m[link=https://evil.example]y[/link]"
+MATH = r"$\undefinedcmd{$"          # matplotlib's mathtext fails on it
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("real")
+    rc, doc, err = tcpvar_run(tmp, *RUN)
+    assert rc == 0, err
+    return Path(doc["runs"][0]["dir"])
+
+
+def copied(run_dir: Path, tmp_path: Path, name: str = "theirs") -> Path:
+    folder = tmp_path / name
+    shutil.copytree(run_dir, folder, ignore=shutil.ignore_patterns("figures", "report.html"))
+    return folder
+
+
+def with_manifest(folder: Path, change) -> Path:
+    m = json.loads((folder / "manifest.json").read_text())
+    change(m)
+    (folder / "manifest.json").write_text(json.dumps(m))
+    return folder
+
+
+def clean(*texts: str) -> None:
+    """No escape, bell or traceback reached the terminal."""
+    for text in texts:
+        assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+        assert "Traceback" not in text and "internal error" not in text
+
+
+def one_error(res, *words: str) -> str:
+    """stderr is exactly one error line, holding @words."""
+    clean(res.stdout, res.stderr)
+    (line,) = res.stderr.splitlines()
+    assert line.startswith("tcpvar: error: ")
+    for w in words:
+        assert w in line, line
+    return line
+
+
+def command(name: str, folder: Path, tmp_path: Path):
+    db = tmp_path / "mine.duckdb"
+    args = {"load": ("load", "-q", "--db", db, folder),
+            "report": ("report", "-q", "--db", db, "-o", tmp_path / "r.html", folder),
+            "plot": ("plot", "-q", "--db", db, "-o", tmp_path / "f.png", "throughput", folder)}
+    return tcpvar(*args[name])
+
+
+def deep(folder: Path) -> None:
+    (folder / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+
+
+def port(m: dict) -> None:
+    m["flows"][0]["src_port"] = "\x1b]0;pwned\x07"
+
+
+# manifests that ended in "internal error" (the field each message names)
+MANIFESTS = {
+    "no rtt_ms": (lambda m: m["params"].pop("rtt_ms"), "params.rtt_ms: missing"),
+    "probe a text": (lambda m: m.update(probe="x"), "probe: \"x\" is not an object"),
+    "schedule a text": (lambda m: m["params"].update(schedule="0:1gbit"),
+                        "params.schedule: \"0:1gbit\" is not a list"),
+    "rtt NaN": (lambda m: m["params"].update(rtt_ms=float("nan")), "params.rtt_ms"),
+    "port with escapes": (port, "flows[0].src_port"),
+    "flows twice": (lambda m: m["flows"].append(m["flows"][0]), "flows[1].flow"),
+    "nested 100000 deep": (None, "nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("case", list(MANIFESTS))
+@pytest.mark.parametrize("name", ["load", "report", "plot"])
+def test_a_malformed_manifest_is_one_line(run_dir, tmp_path, case, name):
+    change, words = MANIFESTS[case]
+    folder = copied(run_dir, tmp_path)
+    deep(folder) if change is None else with_manifest(folder, change)
+    res = command(name, folder, tmp_path)
+    assert res.returncode == ExitStatus.BAD_INPUT
+    one_error(res, f"{folder / 'manifest.json'}: ", words)
+
+
+def test_the_other_folders_still_load(run_dir, tmp_path):
+    """One bad manifest, iperf3 report and tc-stats.json among good folders:
+    each bad one is its line, the good ones are loaded and printed."""
+    bad = [with_manifest(copied(run_dir, tmp_path, "m"), MANIFESTS["no rtt_ms"][0]),
+           copied(run_dir, tmp_path, "i"), copied(run_dir, tmp_path, "t")]
+    (bad[1] / "iperf-1.json").write_text(json.dumps({"end": {"sum_sent": {"bytes": "lots"}}}))
+    (bad[2] / "tc-stats.json").write_text(json.dumps([{"router": "rl", "drops": [1]}]))
+    good = copied(run_dir, tmp_path, "good")
+    res = tcpvar("load", "-q", "--json", "--db", tmp_path / "t.duckdb", bad[0], good, *bad[1:])
+    assert res.returncode == ExitStatus.BAD_INPUT
+    clean(res.stdout, res.stderr)
+    assert res.stderr.splitlines() == [
+        f"tcpvar: error: {bad[0] / 'manifest.json'}: not the manifest of a tcpvar run "
+        f"(params.rtt_ms: missing)",
+        f"tcpvar: error: {bad[1] / 'iperf-1.json'}: not an iperf3 report "
+        f"(end.sum_sent.bytes: \"lots\" is not a number)",
+        f"tcpvar: error: {bad[2] / 'tc-stats.json'}: not the runner's queue statistics "
+        f"([0].drops: list is not a number)"]
+    assert [r["dir"] for r in json.loads(res.stdout)["runs"]] == [str(good)]
+
+
+@pytest.mark.parametrize("file, text, words", [
+    ("iperf-1-server.json", "[" * 100_000 + "]" * 100_000, "not valid JSON (nested too deeply)"),
+    ("iperf-1.json", json.dumps({"intervals": [{"streams": [{"rtt": float("inf")}]}]}),
+     "intervals[0].streams[0].rtt: Infinity is out of range"),
+    ("iperf-1.json", json.dumps({"end": []}), "end: list is not an object"),
+    ("tc-stats.json", json.dumps({"rl": 1}), "not a JSON list"),
+    ("tc-stats.json", json.dumps([{"bytes": 1e300}]), "[0].bytes: 1e+300 is out of range"),
+    ("tc-stats.json", "FIFO", "not a regular file"),
+])
+def test_a_malformed_side_file_is_one_line(run_dir, tmp_path, file, text, words):
+    folder = copied(run_dir, tmp_path)
+    (folder / file).unlink()
+    if text == "FIFO":
+        os.mkfifo(folder / file)        # a read of it would wait for ever
+    else:
+        (folder / file).write_text(text)
+    res = command("load", folder, tmp_path)
+    assert res.returncode == ExitStatus.BAD_INPUT
+    one_error(res, f"{folder / file}: ", words)
+
+
+def test_a_malformed_probe_record_is_a_note(run_dir, tmp_path):
+    """A tcp_probe.csv that cannot be loaded is noted in the run (what was
+    captured stays, docs/run.md), in words, not as a failure."""
+    folder = copied(run_dir, tmp_path)
+    with open(folder / "tcp_probe.csv", "a") as f:
+        f.write("not,numbers\x1b[2J\n")
+    res = command("load", folder, tmp_path)
+    assert res.returncode == 0, res.stderr
+    clean(res.stdout, res.stderr)
+    assert f"note: {folder / 'tcp_probe.csv'}: cannot load the probe record" in res.stdout
+
+
+# --- texts ---------------------------------------------------------------------------
+
+def escaped(m: dict) -> None:
+    m["flows"][0]["role"] = ESCAPES
+    m["flows"][0]["cc"] = "[red]cubic[/red]"
+    m["kernel"] = m["hostname"] = ESCAPES
+    m["error"] = "note\nsecond line" + ESCAPES
+
+
+def test_escapes_and_markup_in_a_run_folder_are_shown_as_text(run_dir, tmp_path):
+    folder = with_manifest(copied(run_dir, tmp_path), escaped)
+    db = tmp_path / "t.duckdb"
+    res = tcpvar("load", "-q", "--db", db, folder)
+    assert res.returncode == 0, res.stderr
+    clean(res.stdout, res.stderr)
+    assert f"kernel {ESCAPES_SHOWN}, RTT" in res.stdout
+    assert "note: note\\nsecond line" + ESCAPES_SHOWN in res.stdout
+    # a query's table is Rich's, piped or not: its markup is not read
+    res = tcpvar("query", "--db", db, "SELECT role, cc FROM flows")
+    assert res.returncode == 0, res.stderr
+    clean(res.stdout, res.stderr)
+    assert ESCAPES_SHOWN in res.stdout and "[red]cubic[/red]" in res.stdout
+    res = tcpvar("report", "-q", "--db", db, "-o", tmp_path / "r.html", folder)
+    assert res.returncode == 0 and (tmp_path / "r.html").is_file()
+    clean(res.stdout, res.stderr)
+
+
+def on_a_terminal(*args) -> tuple[int, str, str]:
+    """`tcpvar ARGS` with stdout on a pseudo-terminal of 80 columns (Rich
+    draws its tables there, a wide one at its natural width): exit status,
+    stdout, stderr."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
+                            stdout=slave, stderr=subprocess.PIPE,
+                            env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "80"})
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:                 # EIO: the other end is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    return proc.returncode, out.decode(), err.decode()
+
+
+def test_on_a_terminal_the_rich_table_shows_them_as_text(run_dir, tmp_path):
+    """On a terminal Rich draws the run's table with escapes of its own
+    (bold headings): none of the folder's reaches it, nor its markup."""
+    folder = with_manifest(copied(run_dir, tmp_path), escaped)
+    rc, out, err = on_a_terminal("load", "-q", "--db", tmp_path / "t.duckdb", folder)
+    assert rc == 0, err
+    for theirs in ("\x1b]0;", "\x1b[2J", "\x07", "\x9b", "\x1b]8;"):   # 8: a hyperlink
+        assert theirs not in out and theirs not in err
+    assert "[bold]x[/bold]" in out and "[red]cubic[/red]" in out
+    assert r"\x1b]0;pwned\x07" in out
+
+
+def test_an_error_quoting_a_path_or_field_has_no_escapes(tmp_path):
+    folder = tmp_path / "run\x1b]0;pwned\x07\x1b[2J"
+    folder.mkdir()
+    res = tcpvar("load", "-q", "--db", tmp_path / "t.duckdb", folder)
+    assert res.returncode == ExitStatus.BAD_INPUT
+    one_error(res, r"run\x1b]0;pwned\x07\x1b[2J: not a tcpvar run folder")
+    # Click's own message quotes the arguments (`tcpvar plot KIND runs/*`)
+    res = tcpvar("plot", "throughput", folder, folder)
+    assert res.returncode == ExitStatus.USAGE
+    clean(res.stdout, res.stderr)
+    assert "Got unexpected extra argument (" in res.stderr
+    assert r"run\x1b]0;pwned\x07" in res.stderr
+
+
+# --- figures ---------------------------------------------------------------------------
+
+def test_mathtext_in_a_label_is_drawn_as_text(run_dir, tmp_path):
+    """A flow's role in the legend: `$...$` would be mathtext, and this one
+    is an error in matplotlib's parser. The figure is drawn and the legend
+    holds the role's characters as they are."""
+    import matplotlib
+
+    from tcpvar.report import figures
+
+    folder = with_manifest(copied(run_dir, tmp_path),
+                           lambda m: m["flows"][0].update(role=MATH + ESCAPES))
+    png = tmp_path / "f.png"
+    res = tcpvar("plot", "-q", "--json", "--db", tmp_path / "t.duckdb", "-o", png,
+                 "throughput", folder)
+    assert res.returncode == 0, res.stderr
+    assert png.stat().st_size > 0
+    doc = json.loads(res.stdout)
+    fig = figures.draw(doc)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert f"flow 1 cubic ({MATH}{ESCAPES_SHOWN}) (capture)" in labels
+    # as text in an SVG: the characters in one <text>, not a formula's glyphs
+    svg = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(svg, format="svg")
+    assert f"flow 1 cubic ({MATH}" in svg.getvalue()
+    res = tcpvar("report", "-q", "--db", tmp_path / "t.duckdb", "-o", tmp_path / "r.html",
+                 folder)
+    assert res.returncode == 0 and (tmp_path / "r.html").is_file(), res.stderr
+
+
+# --- study files ---------------------------------------------------------------------
+
+def study(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text, words", [
+    ("name = 'big'\nrepeat = 1000000000\ncc = ['cubic', 'reno']\n",
+     f"2 cells x 1000000000 repeats = 2000000000 runs, more than a study may plan "
+     f"({MAX_RUNS})"),
+    ("name = 'wide'\nrtt = [" + ", ".join(map(str, range(200))) + "]\nloss = ["
+     + ", ".join(map(str, range(100))) + "]\n", f"more than a study may plan ({MAX_RUNS})"),
+    ("cc = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
+    ("name = 5\n", "name: 5 is not a text"),
+    ("name = 's'\nrepeat = 'x'\n", "repeat: 'x' is not an integer"),
+    ("name = 's'\ncc = {a = 1}\n", "cc: {'a': 1} is not a value or a list of values"),
+    ("name = 's'\nrtt = 'x'\n", "rtt = 'x': not a float"),
+])
+def test_a_study_file_beyond_the_limits_or_malformed_is_one_line(tmp_path, text, words):
+    path = study(tmp_path, text)
+    res = tcpvar("sweep", "--dry-run", "--db", tmp_path / "t.duckdb", path)
+    assert res.returncode == ExitStatus.BAD_INPUT
+    one_error(res, f"{path}: ", words)
+    assert not (tmp_path / "t.duckdb").exists()
+
+
+def test_a_study_asked_for_on_the_command_line_has_the_limit_too(tmp_path):
+    res = tcpvar("sweep", "--dry-run", "--name", "big", "--cc", "cubic,reno", "--rtt",
+                 "10,20,30,40,50,60", "--repeat", 1000, "--db", tmp_path / "t.duckdb")
+    assert res.returncode == ExitStatus.USAGE
+    one_error(res, f"study big: 12 cells x 1000 repeats = 12000 runs, more than a study may "
+                   f"plan ({MAX_RUNS})")
+
+
+def test_a_bandwidth_schedule_has_at_most_its_steps(tmp_path):
+    steps = ",".join(f"{i}:10mbit" for i in range(MAX_SCHEDULE_STEPS + 1))
+    path = study(tmp_path, f"name = 's'\nduration = 80000\nbw_schedule = '{steps}'\n")
+    res = tcpvar("sweep", "--dry-run", "--db", tmp_path / "t.duckdb", path)
+    assert res.returncode == ExitStatus.USAGE
+    one_error(res, f"bandwidth schedule of {MAX_SCHEDULE_STEPS + 1} steps: at most "
+                   f"{MAX_SCHEDULE_STEPS}")
+    steps = ",".join(f"{i}:10mbit" for i in range(MAX_SCHEDULE_STEPS))
+    path = study(tmp_path, f"name = 's'\nduration = 80000\nbw_schedule = '{steps}'\n")
+    assert tcpvar("sweep", "--dry-run", "--db", tmp_path / "t.duckdb", path).returncode == 0
+
+
+def test_a_study_name_is_shown_as_text(tmp_path):
+    path = study(tmp_path, "name = \"[bold]s[/bold]\\u001b]0;pwned\\u0007\"\ncc = 'cubic,reno'\n")
+    res = tcpvar("sweep", "--dry-run", "--db", tmp_path / "t.duckdb", path)
+    assert res.returncode == 0, res.stderr
+    clean(res.stdout, res.stderr)
+    assert r"[bold]s[/bold]\x1b]0;pwned\x07" in res.stdout.replace("\n", "").replace(" ", "")
