@@ -5,10 +5,10 @@ of sql/run_metrics.sql. Only complete runs count: an interrupted or failed
 run is listed as left out, never averaged in."""
 from __future__ import annotations
 
-import json
 import math
 import statistics
 
+from tcpvar.artefacts.checks import stored_params
 from tcpvar.errors import UsageError
 
 from .sqlfiles import sql
@@ -79,7 +79,7 @@ def select_runs(con, studies: list[str], run_ids: list[int]) -> list[dict]:
     names = ("run_id", "name", "study", "backend", "kernel", "status", "params")
     out = [dict(zip(names, r)) for r in rows]
     for r in out:
-        r["params"] = json.loads(r["params"]) if r["params"] else {}
+        r["params"] = stored_params(r["params"], f"run {r['run_id']} of the store") or {}
     return out
 
 

@@ -6,10 +6,10 @@ series come decimated in SQL to one row per time column (min/max per
 column), so a figure costs the same for a thousand packets or millions."""
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 
+from tcpvar.artefacts.checks import stored_params
 from tcpvar.errors import UsageError
 from tcpvar.store.db import one
 
@@ -103,7 +103,7 @@ def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
     name, params, sender_capture, bottleneck, started, backend, kernel = row
     if sender_capture is None:
         raise UsageError(f"run {run_id} ({name}) has no stored sender capture")
-    params = json.loads(params) if params else {}
+    params = stored_params(params, f"run {run_id} of the store") or {}
     first, last = one(con, "SELECT first_ns, last_ns FROM captures WHERE capture_id = $1",
                       [sender_capture])
     rows = con.execute(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from tcpvar.artefacts.checks import stored_params
 from tcpvar.store.db import one
 
 from .fairness import friendliness, jain
@@ -20,7 +21,7 @@ def run_summary(con, run_id: int) -> dict:
                       [run_id])
     row = cur.fetchone()
     doc = dict(zip(RUN_FIELDS, row[:-1]))
-    doc["params"] = json.loads(row[-1]) if row[-1] else None
+    doc["params"] = stored_params(row[-1], f"run {run_id} of the store")
     cur = con.execute(sql("run_flows"), {"run_id": run_id})
     names = [d[0] for d in cur.description]
     doc["flows"] = [_flow(dict(zip(names, r))) for r in cur.fetchall()]

@@ -6,6 +6,7 @@ field (InputError, exit status 3), never a failure halfway through.
 
   read_json          a JSON file of a run folder: size, nesting, syntax
   check_manifest     manifest.json (run_folder.read_manifest)
+  stored_params      a run's params as a store holds them (analyzers/)
   check_iperf        iperf-<flow>.json, iperf-<flow>-server.json
   check_tc_stats     tc-stats.json
 """
@@ -189,9 +190,36 @@ def check_manifest(path: Path, m) -> dict:
     return _checked(path, "the manifest of a tcpvar run", _manifest, m)
 
 
+def stored_params(text: str | None, where: str) -> dict | None:
+    """A run's params as a store holds them (JSON text; a store may be
+    somebody else's), if every field tcpvar uses has its type; None for a
+    run without (a probe session); else InputError naming @where and the
+    field."""
+    if not text:
+        return None
+    try:
+        p = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InputError(f"{where}: its params are not JSON") from None
+    if not isinstance(p, dict):
+        raise InputError(f"{where}: its params are not a JSON object")
+    return _checked(where, "the params of a tcpvar run", _params, p)
+
+
 def _manifest(m: dict) -> None:
     _fields(m, MANIFEST)
-    p = m["params"]
+    _params(m["params"])
+    _flows(m["flows"])
+    for key, spec in (("probe", PROBE), ("study", STUDY)):
+        if m.get(key) is not None:
+            _fields(m[key], spec, key + ".")
+    for key in ("tools", "sysctls"):
+        for k, v in (m.get(key) or {}).items():
+            if v is not None and not isinstance(v, (str, int, float)):
+                raise _Bad(f"{key}.{k}: {_shown(v)} is not a text or a number")
+
+
+def _params(p: dict) -> None:
     _fields(p, PARAMS, "params.")
     for i, cc in enumerate(p["ccs"]):
         if not isinstance(cc, str):
@@ -205,8 +233,11 @@ def _manifest(m: dict) -> None:
         if not isinstance(step, dict):
             raise _Bad(f"{where}: {_shown(step)} is not an object")
         _fields(step, STEP, where + ".")
+
+
+def _flows(flows: list) -> None:
     numbers = set()
-    for i, f in enumerate(m["flows"]):
+    for i, f in enumerate(flows):
         where = f"flows[{i}]"
         if not isinstance(f, dict):
             raise _Bad(f"{where}: {_shown(f)} is not an object")
@@ -214,13 +245,6 @@ def _manifest(m: dict) -> None:
         if f["flow"] in numbers:
             raise _Bad(f"{where}.flow: flow {f['flow']} is there twice")
         numbers.add(f["flow"])
-    for key, spec in (("probe", PROBE), ("study", STUDY)):
-        if m.get(key) is not None:
-            _fields(m[key], spec, key + ".")
-    for key in ("tools", "sysctls"):
-        for k, v in (m.get(key) or {}).items():
-            if v is not None and not isinstance(v, (str, int, float)):
-                raise _Bad(f"{key}.{k}: {_shown(v)} is not a text or a number")
 
 
 # --- iperf3 reports --------------------------------------------------------------

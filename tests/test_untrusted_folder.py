@@ -198,3 +198,21 @@ def test_a_run_whose_outputs_cannot_be_written_fails_before_it_starts(tmp_path, 
     (line,) = error_lines(res.stderr)
     assert "/dev/null" in line
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("params", ['{"rtt_ms": "x", "bw_bps": [1]}', '"text"', "[1, 2]"])
+@pytest.mark.parametrize("command", [("compare", "--study", "s"),
+                                     ("plot", "-q", "throughput", "run:1"),
+                                     ("report", "-q", "run:1")])
+def test_a_stored_run_with_malformed_params_is_one_line(run_dir, tmp_path, params, command):
+    """A store is somebody else's too: a run's params of the wrong shape
+    name the run and the field, exit 3 (they were internal errors)."""
+    db = tmp_path / "s.duckdb"
+    assert tcpvar("load", "-q", "--db", db, run_dir).returncode == 0
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE runs SET params = ?, study = 's'", [params])
+    res = tcpvar(*command, "--db", db, cwd=tmp_path)
+    assert res.returncode == ExitStatus.BAD_INPUT, res.stderr
+    (line,) = error_lines(res.stderr)
+    assert line.startswith("tcpvar: error: run 1 of the store: its params are not") or \
+        "params.ccs: missing" in line
