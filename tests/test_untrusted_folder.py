@@ -37,8 +37,8 @@ def run_dir(tmp_path_factory) -> Path:
     return Path(doc["runs"][0]["dir"])
 
 
-def planted(run_dir: Path, tmp_path: Path) -> Path:
-    folder = tmp_path / "theirs"
+def planted(run_dir: Path, tmp_path: Path, name: str = "theirs") -> Path:
+    folder = tmp_path / name
     shutil.copytree(run_dir, folder, symlinks=True)
     shutil.rmtree(folder / "figures")
     (folder / "report.html").unlink()
@@ -216,3 +216,53 @@ def test_a_stored_run_with_malformed_params_is_one_line(run_dir, tmp_path, param
     (line,) = error_lines(res.stderr)
     assert line.startswith("tcpvar: error: run 1 of the store: its params are not") or \
         "params.ccs: missing" in line
+
+
+def test_planted_folders_and_stores_change_nothing_but_the_outputs(run_dir, tmp_path):
+    """A scratch tree of a stranger's folders and stores, planted with a
+    traversal name, symlinks, a column name that is SQL and a macro named
+    like a built-in: load, report, plot, merge and query of them change no
+    file of the tree but their own outputs (the --db store, -o files, and
+    the pending trace's conversion), write through no link, run no COPY.
+    (A --db opened to write is an output: a macro there is dropped.)"""
+    victim(tmp_path)
+    victim(tmp_path, "victim2.txt")
+    traversal = planted(run_dir, tmp_path, "traversal")
+    pend(traversal, "../victim.txt")
+    links = planted(run_dir, tmp_path, "links")
+    pend(links, "tcp_probe.trace", lines=5)
+    for name in ("tcp_probe.csv", "manifest.json.tmp"):
+        (links / name).unlink(missing_ok=True)
+        (links / name).symlink_to(tmp_path / "victim2.txt")
+    (links / "figures").symlink_to(tmp_path)
+    copied = tmp_path / "copied"
+    theirs = tmp_path / "theirs.duckdb"
+    assert tcpvar("load", "-q", "--db", theirs, run_dir).returncode == 0
+    column = shutil.copy(theirs, tmp_path / "column.duckdb")
+    macro = shutil.copy(theirs, tmp_path / "macro.duckdb")
+    for db in (column, macro):
+        shutil.copytree(f"{theirs}.packets", f"{db}.packets")
+    evil = (f'capture_id" AS reset FROM src.connections s WHERE false; COPY (SELECT 42) TO '
+            f"'{copied}' (HEADER false); SELECT \"capture_id").replace('"', '""')
+    with duckdb.connect(str(column)) as con:
+        con.execute(f'ALTER TABLE connections ADD COLUMN "{evil}" INTEGER')
+    with duckdb.connect(str(macro)) as con:
+        con.execute("CREATE MACRO sqrt(x) AS 0")
+    mine, out = tmp_path / "mine.duckdb", tmp_path / "out"
+    out.mkdir()
+    outputs = {out, *(Path(f"{mine}{s}") for s in ("", ".wal", ".packets")),
+               *(links / n for n in ("tcp_probe.csv", "tcp_probe.json", "manifest.json",
+                                     "tcp_probe.trace"))}
+    before = tree_digest(tmp_path, outputs)
+    statuses = [tcpvar(*args, cwd=out).returncode for args in (
+        ("load", "-q", "--db", mine, traversal, links),
+        ("report", "-q", "--db", mine, "-o", out / "r.html", links),
+        ("plot", "-q", "--db", mine, "-o", out / "f.png", "throughput", links),
+        ("plot", "-q", "--db", mine, "throughput", "run:1"),
+        ("merge", "--db", mine, column),
+        ("merge", "--db", mine, macro),
+        ("query", "--db", macro, "SELECT rtt_stdev_ms FROM conn_stats"))]
+    assert statuses == [ExitStatus.BAD_INPUT, 0, 0, 0, 0, ExitStatus.STORE, ExitStatus.STORE]
+    assert tree_digest(tmp_path, outputs) == before
+    assert not copied.exists()
+    assert (out / "r.html").is_file() and (out / "f.png").is_file()
