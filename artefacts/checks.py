@@ -40,11 +40,10 @@ def open_regular(path: Path):
         raise
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
-    f = os.fdopen(fd, "rb")
     if not stat.S_ISREG(os.fstat(fd).st_mode):
-        f.close()
+        os.close(fd)
         raise InputError(f"{path}: not a regular file")
-    return f
+    return os.fdopen(fd, "rb")
 
 
 def read_json(path: Path, cut_short_ok: bool = False):

@@ -93,8 +93,19 @@ def is_gzip(path: Path) -> bool:
         return f.read(2) == b"\x1f\x8b"
 
 
+def check_storable(path: Path) -> None:
+    """The store keeps paths as UTF-8 text: a name that is not (bytes from
+    another system's encoding) is refused in one line."""
+    try:
+        str(Path(path).resolve()).encode()
+    except UnicodeEncodeError:
+        raise InputError(f"{path}: its name is not UTF-8, and the store keeps names as "
+                         f"UTF-8 text; rename it") from None
+
+
 def check_readable(path: Path) -> None:
     """The one-line reasons a path cannot be a capture, before libpcap sees it."""
+    check_storable(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():

@@ -16,11 +16,13 @@ from tcpvar.store.db import one
 
 from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
+from .reader import check_storable
 from .run_row import insert_run
 
 
 def stored_run(con, run_dir: Path) -> int | None:
     """The run_id under which the store already holds the run folder, if it does."""
+    check_storable(run_dir)
     row = one(con, "SELECT max(run_id) FROM runs WHERE kind = 'run' AND dir = $1",
               [str(Path(run_dir).resolve())])
     return row[0]

@@ -72,6 +72,29 @@ def added_columns() -> frozenset[tuple[str, str]]:
                                 _schema(), re.M))
 
 
+@functools.cache
+def own_columns() -> frozenset[tuple[str, str, str]]:
+    """(table, column, type) of tcpvar's tables, read from schema.sql:
+    `name TYPE ...` items of each CREATE TABLE, and the ALTER TABLE ... ADD
+    COLUMNs (test_untrusted_store holds this to what DuckDB makes of it)."""
+    schema = re.sub(r"--[^\n]*", "", _schema())
+    out = set()
+    for table, body in re.findall(r"^CREATE TABLE IF NOT EXISTS (\w+) \((.*?)\);", schema,
+                                  re.M | re.S):
+        for item in re.sub(r"PRIMARY KEY \([^)]*\)", "", body).split(","):
+            if m := re.match(r"\s*(\w+)\s+(\w+(?:\[\])?)", item):
+                out.add((table, m[1], m[2]))
+    out |= set(re.findall(r"^ALTER TABLE (\w+) ADD COLUMN IF NOT EXISTS (\w+) (\w+)", schema,
+                          re.M))
+    return frozenset(out)
+
+
+_COLUMNS = ("SELECT table_name, column_name, data_type FROM system.main.duckdb_columns() "
+            "WHERE database_name = system.main.current_database() AND schema_name = 'main' "
+            "AND system.main.list_contains($1, table_name)")
+# characters read_parquet would take as a pattern in the packets' folder
+_GLOB = re.compile(r"[*?\[{]")
+
 # what a store may hold that tcpvar drops when it did not create it, in the
 # order dropped: views first (they may name the rest), a schema once emptied
 _DROP = {"view": "VIEW", "index": "INDEX", "macro": "MACRO", "table macro": "MACRO TABLE",
@@ -96,9 +119,18 @@ class Store:
         if read_only and not Path(self.path).exists():
             raise StoreError(f"store {self.path}: no such database (run `tcpvar analyze` first)")
         _check_header(Path(self.path))
+        if _GLOB.search(str(self.packets)):
+            raise StoreError(f"store {self.path}: a name with * ? [ or {{ cannot be a store "
+                             f"(its packets are read by a pattern)")
         self.con = self._connect(read_only, time.monotonic() + wait_s, progress)
         try:
             self._open(read_only)
+        except _duckdb().Error as exc:
+            self.con.close()
+            if "No space left on device" in str(exc):
+                raise                   # exit 10, as for any full disk
+            raise StoreError(f"store {self.path}: not a store this tcpvar reads "
+                             f"({_one_line(exc)})") from None
         except BaseException:
             self.con.close()
             raise
@@ -108,6 +140,7 @@ class Store:
         if not read_only:
             self._apply_schema(force=cleaned)
         self._check_version(read_only)
+        self._check_columns()
         if read_only:
             # this tcpvar's views, in memory: a store written by an older
             # tcpvar keeps its own, which may lack columns (and a version 1
@@ -257,6 +290,19 @@ class Store:
             raise StoreError(
                 f"store {self.path}: schema version {found}, this tcpvar needs "
                 f"{SCHEMA_VERSION}; use a new --db file")
+
+    def _check_columns(self) -> None:
+        """tcpvar's tables have tcpvar's columns, of its types (a renamed or
+        retyped one would fail tcpvar's queries halfway); columns schema.sql
+        adds to older stores may be missing from one opened read-only."""
+        tables = sorted({t for t, _, _ in own_columns()})
+        have = set(self.con.execute(_COLUMNS, [tables]).fetchall())
+        for table, column, kind in sorted(own_columns() - have):
+            if (table, column) in added_columns() and self.read_only and not any(
+                    t == table and c == column for t, c, _ in have):
+                continue
+            raise StoreError(f"store {self.path}: table {table} has no column {column} of "
+                             f"type {kind}; not a store this tcpvar reads")
 
     def _drop_partial_captures(self) -> None:
         """A process killed while loading leaves an incomplete capture: drop it.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -266,3 +267,26 @@ def test_planted_folders_and_stores_change_nothing_but_the_outputs(run_dir, tmp_
     assert tree_digest(tmp_path, outputs) == before
     assert not copied.exists()
     assert (out / "r.html").is_file() and (out / "f.png").is_file()
+
+
+@pytest.mark.parametrize("command", ["load", "report", "plot"])
+def test_a_folder_named_in_another_encoding_is_one_line(run_dir, tmp_path, command):
+    """A folder name that is not UTF-8 (bytes from another system): the
+    store keeps names as text; one line, exit 3 (was an internal error)."""
+    folder = Path(os.fsdecode(bytes(tmp_path) + b"/run\xff"))
+    shutil.copytree(run_dir, folder)
+    res = open_folder(command, folder, tmp_path)
+    assert res.returncode == ExitStatus.BAD_INPUT, res.stderr
+    (line,) = error_lines(res.stderr)
+    assert line.endswith("run\\udcff: its name is not UTF-8, and the store keeps names as "
+                         "UTF-8 text; rename it")
+
+
+def test_a_manifest_that_is_a_folder_is_one_line(run_dir, tmp_path):
+    folder = planted(run_dir, tmp_path)
+    (folder / "manifest.json").unlink()
+    (folder / "manifest.json").mkdir()
+    res = open_folder("load", folder, tmp_path)
+    assert res.returncode == ExitStatus.BAD_INPUT, res.stderr
+    (line,) = error_lines(res.stderr)
+    assert line.endswith("manifest.json: not a regular file")

@@ -18,6 +18,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tcpvar.store.db import own_columns
+
 import peers
 from conftest import FIXTURES, ROOT
 from conftest import tcpvar_process as tcpvar
@@ -116,7 +118,7 @@ def test_a_column_name_is_never_sql(clean, tmp_path, how):
 def test_a_column_of_another_type_is_refused(clean, tmp_path):
     db = attacker(clean, tmp_path, "ALTER TABLE connections ALTER a_port TYPE VARCHAR")
     one_error(tcpvar("merge", "--db", tmp_path / "mine.duckdb", db), 5,
-              "column connections.a_port is 'VARCHAR', not USMALLINT")
+              "table connections has no column a_port of type USMALLINT")
     assert catalog(tmp_path / "mine.duckdb", "SELECT count(*) FROM captures") == [(0,)]
 
 
@@ -141,6 +143,18 @@ def test_a_macro_named_like_a_built_in_is_refused_read_only(clean, tmp_path, tru
     one_error(tcpvar("merge", "--db", tmp_path / "mine.duckdb", db), 5, "a macro 'sqrt'")
     assert catalog(db, "SELECT count(*) FROM duckdb_functions() WHERE function_name = 'sqrt' "
                        "AND NOT internal") == [(1,)]            # read-only: left as it was
+
+
+@pytest.mark.parametrize("hide", [
+    "CREATE MACRO duckdb_functions() AS TABLE SELECT * FROM system.main.duckdb_functions() "
+    "WHERE false",
+    "CREATE MACRO current_database() AS 'elsewhere'",
+    "CREATE MACRO duckdb_tables() AS TABLE SELECT 1 AS x"])
+def test_a_macro_cannot_hide_itself_from_the_check(clean, tmp_path, hide):
+    """A macro named like a catalog function the check reads: the check
+    names every function with its catalog, so it still sees sqrt."""
+    db = attacker(clean, tmp_path, "CREATE MACRO sqrt(x) AS 0", hide)
+    one_error(tcpvar("query", "--db", db, STDEVS), 5, "that tcpvar did not create; refused")
 
 
 def test_a_macro_named_like_a_built_in_is_dropped_when_writable(clean, tmp_path, truth):
@@ -353,3 +367,35 @@ def test_a_malformed_table_is_one_line(exported, tmp_path):
     part.write_bytes(b"garbage")
     one_error(tcpvar("merge", "--db", tmp_path / "mine.duckdb", out), 5,
               "not an export this tcpvar reads")
+
+
+def test_the_columns_tcpvar_expects_are_the_schemas():
+    """Store.own_columns() reads schema.sql's text: what DuckDB makes of it."""
+    con = duckdb.connect()
+    con.execute((ROOT / "store" / "schema.sql").read_text())
+    made = con.execute("SELECT table_name, column_name, data_type FROM duckdb_columns() "
+                       "WHERE database_name = 'memory' AND schema_name = 'main'").fetchall()
+    assert set(made) == own_columns() and len(made) > 200
+
+
+@pytest.mark.parametrize("alter, words", [
+    ("ALTER TABLE runs RENAME COLUMN kind TO other", "table runs has no column kind"),
+    ("ALTER TABLE captures ALTER COLUMN warning TYPE INTEGER USING 0",
+     "table captures has no column warning of type VARCHAR")])
+def test_a_renamed_or_retyped_column_is_refused(clean, tmp_path, alter, words):
+    db = attacker(clean, tmp_path, alter)
+    one_error(tcpvar("query", "--db", db, "SELECT 1"), 5, words)
+    one_error(tcpvar("analyze", "--db", db, CAPTURE), 5, words)
+
+
+def test_a_segment_that_is_not_parquet_is_one_line(clean, tmp_path):
+    db = attacker(clean, tmp_path)
+    (Path(f"{db}.packets") / "capture_id=0" / "schema.parquet").write_bytes(b"")
+    one_error(tcpvar("query", "--db", db, "SELECT 1"), 5, "not a store this tcpvar reads")
+
+
+def test_a_store_named_with_a_pattern_is_one_line(clean, tmp_path):
+    folder = tmp_path / "a[b]"
+    folder.mkdir()
+    one_error(tcpvar("analyze", "--db", folder / "s.duckdb", CAPTURE), 5,
+              "a name with * ? [ or { cannot be a store")
