@@ -46,24 +46,31 @@ def open_regular(path: Path):
     return os.fdopen(fd, "rb")
 
 
+def read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """@path's bytes, if it is a regular file of at most @limit bytes;
+    FileNotFoundError when there is none; else InputError, saying it is not
+    @what."""
+    with open_regular(path) as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(data) > limit:
+        raise InputError(f"{path}: larger than {limit >> 20} MB, not {what}")
+    return data
+
+
 def read_json(path: Path, cut_short_ok: bool = False):
     """The JSON document of @path; InputError (one line) when it is not a
     regular file, too large, nested too deeply or not JSON. With
     @cut_short_ok, a missing file or one that is not JSON (a run stopped
     while writing it) is None instead."""
     try:
-        f = open_regular(path)
+        data = read_bounded(path, MAX_JSON_BYTES, "one tcpvar wrote")
     except FileNotFoundError:
         if cut_short_ok:
             return None
         raise InputError(f"{path}: no such file") from None
-    with f:
-        try:
-            data = f.read(MAX_JSON_BYTES + 1)
-        except OSError as exc:
-            raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
-    if len(data) > MAX_JSON_BYTES:
-        raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MB, not one tcpvar wrote")
     try:
         return json.loads(data)
     except RecursionError:

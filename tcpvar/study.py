@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tcpvar.analyzers.compare import KEYS
-from tcpvar.artefacts.checks import open_regular
+from tcpvar.artefacts.checks import read_bounded
 from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.capture.params import MAX_RUNS, RunParams, make_params
 from tcpvar.capture.session import PlannedRun
@@ -168,12 +168,9 @@ def _read_file(path: str) -> dict:
     """The study file's keys, each checked for its type (a study file may be
     anyone's: every problem is one line naming the file and the key)."""
     try:
-        with open_regular(Path(path)) as f:
-            data = f.read(MAX_FILE_BYTES + 1)
+        data = read_bounded(Path(path), MAX_FILE_BYTES, "a study file")
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise InputError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MB: not a study file")
     try:
         doc = tomllib.loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
