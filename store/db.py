@@ -294,7 +294,8 @@ class Store:
     def _check_columns(self) -> None:
         """tcpvar's tables have tcpvar's columns, of its types (a renamed or
         retyped one would fail tcpvar's queries halfway); columns schema.sql
-        adds to older stores may be missing from one opened read-only."""
+        adds to older stores may be missing from one opened read-only. One
+        opened to write has no other columns (its inserts would fail)."""
         tables = sorted({t for t, _, _ in own_columns()})
         have = set(self.con.execute(_COLUMNS, [tables]).fetchall())
         for table, column, kind in sorted(own_columns() - have):
@@ -303,6 +304,12 @@ class Store:
                 continue
             raise StoreError(f"store {self.path}: table {table} has no column {column} of "
                              f"type {kind}; not a store this tcpvar reads")
+        extra = sorted((t, c) for t, c, _ in have - own_columns()
+                       if not any(t == t2 and c == c2 for t2, c2, _ in own_columns()))
+        if extra and not self.read_only:
+            raise StoreError(f"store {self.path}: table {extra[0][0]} has a column "
+                             f"{extra[0][1]!r} that tcpvar did not create; not a store this "
+                             f"tcpvar writes into")
 
     def _drop_partial_captures(self) -> None:
         """A process killed while loading leaves an incomplete capture: drop it.
