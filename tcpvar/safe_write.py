@@ -10,6 +10,7 @@ run folder must be real folders, not symlinks to elsewhere."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import stat
@@ -18,9 +19,18 @@ from pathlib import Path
 
 from tcpvar.errors import InputError
 
-# mkstemp makes 0600 files; what tcpvar writes is read by others as before
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
+
+@functools.cache
+def _umask() -> int:
+    """The process's umask, read without setting it (os.umask would, for
+    every thread): mkstemp makes 0600 files, and what tcpvar writes gets
+    the mode any new file of the user's gets."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    return 0o022
 
 
 @contextlib.contextmanager
@@ -30,7 +40,7 @@ def replacing(path: str | Path, mode: str = "w", **kwargs):
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_UMASK)
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
         os.replace(tmp, path)
