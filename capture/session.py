@@ -3,7 +3,7 @@ runs), backend, kernel, out dir and progress in; run folders out. It
 chooses the backend, checks once that the kernel offers the congestion
 controls, and runs the repetitions on the host or in one micro-VM boot.
 
-    session = capture(SessionRequest(params), progress)
+    session = capture(prepare(SessionRequest(params)), progress)
     session.run_dirs        # the folders the runs wrote (artefacts.run_folder)
 """
 from __future__ import annotations
@@ -71,13 +71,29 @@ def _out_folder(path) -> Path:
     return out_dir
 
 
-def capture(req: SessionRequest, progress) -> Session:
-    """Run the session. A request that cannot be served raises before
-    anything starts; a failure once runs have started is kept in
-    Session.failure, so the caller can still store what they wrote."""
+@dataclass
+class Prepared:
+    """A request that can be served: its runs and their backend."""
+    req: SessionRequest
+    plan: list[PlannedRun]
+    backend: str
+    reason: str                       # why this backend, in one line
+
+
+def prepare(req: SessionRequest) -> Prepared:
+    """The plan and backend of a request, or the error that stops it before
+    anything is made (not root, a missing tool, an unknown variant)."""
     plan = req.planned()
-    out_dir = _out_folder(req.out_dir)
     chosen, reason = _backend(req, plan)
+    return Prepared(req, plan, chosen, reason)
+
+
+def capture(prepared: Prepared, progress) -> Session:
+    """Run the session. The out folder is made first; a failure once runs
+    have started is kept in Session.failure, so the caller can still store
+    what they wrote."""
+    req, plan, chosen, reason = prepared.req, prepared.plan, prepared.backend, prepared.reason
+    out_dir = _out_folder(req.out_dir)
     progress(Progress(f"backend {chosen}: {reason}"))
     for r in owners.reap():
         progress(Progress(str(r)))

@@ -432,11 +432,15 @@ def check_writable(path: str | Path) -> None:
     so its folder must be writable too."""
     path = Path(path)
     folder = path.parent
-    if path.is_dir():
-        raise StoreError(f"store {path}: is a directory, not a DuckDB file")
-    if not folder.is_dir():
-        raise StoreError(f"store {path}: {folder} is not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK) or (path.exists()
-                                                    and not os.access(path, os.W_OK)):
+    try:
+        if path.is_dir():
+            raise StoreError(f"store {path}: is a directory, not a DuckDB file")
+        if not folder.is_dir():
+            raise StoreError(f"store {path}: {folder} is not a folder")
+        writable = os.access(folder, os.W_OK | os.X_OK) and (not path.exists()
+                                                             or os.access(path, os.W_OK))
+    except OSError as exc:      # a folder above it that this user cannot enter
+        raise StoreError(f"store {path}: cannot be reached ({exc.strerror})") from None
+    if not writable:
         raise StoreError(f"store {path}: cannot be written there (permissions, or a "
                          f"read-only file system)")

@@ -15,7 +15,7 @@ from tcpvar.analyzers.runs import run_summary
 from tcpvar.analyzers.series import build_run_series
 from tcpvar.artefacts.run_folder import FIGURES, REPORT, read_manifest
 from tcpvar.capture import probe
-from tcpvar.capture.session import SessionRequest, capture
+from tcpvar.capture.session import SessionRequest, capture, prepare
 from tcpvar.errors import InputError, StoreError, TcpvarError
 from tcpvar.ingest.run import load_run, stored_run
 from tcpvar.progress import Progress
@@ -52,9 +52,10 @@ def execute(db_path: str, req: RunRequest, progress) -> RunOutcome:
     """Capture, then store and summarise what the runs wrote, even when the
     session ended in a failure. The store is opened once the runs are done
     (a user may query it while the flows run); one that cannot be written
-    fails before anything starts."""
+    fails before anything starts, as does a request that cannot be served."""
+    prepared = prepare(req)
     check_writable(db_path)
-    session = capture(req, progress)
+    session = capture(prepared, progress)
     written = [str(d) for d in session.run_dirs]
     summaries = [s.summary for s in _store_written(db_path, written, session.failure,
                                                      progress)]
