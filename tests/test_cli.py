@@ -100,12 +100,48 @@ def test_json_contract(db):
     assert conn["a2b"]["retransmitted_packets"] > 0 and conn["a2b"]["throughput_bps"] > 1e6
 
 
-def test_csv_rows_per_direction(db):
-    res = tcpvar("analyze", "--db", db, "--csv", FIXTURES / "iperf_4flows.pcap")
+def _csv_cell(value) -> str:
+    """How the CSV writes a JSON value: null empty, numbers as Python prints them."""
+    return "" if value is None else str(value)
+
+
+def test_csv_is_the_json_and_tcptrace(db, tmp_path):
+    """`analyze --csv`: one row per connection and direction, each cell the
+    value `analyze --json` gives (a store of its own), and the figures
+    tcptrace prints alike are tcptrace's."""
+    from test_vs_tcptrace import FIELDS, exact, printed_ms
+
+    path = FIXTURES / "iperf_4flows.pcap"
+    res = tcpvar("analyze", "--db", db, "--csv", path)
+    assert res.returncode == 0, res.stderr
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    doc = json.loads(tcpvar("analyze", "--db", tmp_path / "j.duckdb", "--json", path).stdout)
     assert len(rows) == 12                    # 6 connections x 2 directions
     assert {r["direction"] for r in rows} == {"a2b", "b2a"}
-    assert all(int(r["packets"]) >= 0 for r in rows)
+    conns = {c["id"]: c for c in doc["connections"]}
+    assert sorted((int(r["conn"]), r["direction"]) for r in rows) == \
+        [(n, d) for n in sorted(conns) for d in ("a2b", "b2a")]
+    for row in rows:
+        conn = conns[int(row["conn"])]
+        stats = conn[row["direction"]]
+        assert list(row) == ["capture", "conn", "a", "b", "direction", *stats]
+        assert (row["capture"], row["a"], row["b"]) == (str(path), conn["a"], conn["b"])
+        assert {k: row[k] for k in stats} == {k: _csv_cell(v) for k, v in stats.items()}
+    # tcptrace's figures for the same directions, read from the CSV's cells
+    by_ends = {(peers.endpoint(r["a"]), peers.endpoint(r["b"]), r["direction"]): r
+               for r in rows}
+    compared = nonzero = 0
+    for t in peers.tcptrace(str(path)):
+        for direction in ("a2b", "b2a"):
+            row = by_ends[(t["a"], t["b"], direction)]
+            for label, (field, check) in FIELDS.items():
+                theirs = peers.number(t[direction].get(label, ""))
+                if check not in (exact, printed_ms) or theirs is None:
+                    continue
+                assert check(float(row[field] or 0), theirs, None), (label, row[field], theirs)
+                compared += 1
+                nonzero += theirs != 0
+    assert compared >= 12 * 25 and nonzero >= 12 * 5
 
 
 def test_table_agrees_with_tcptrace(db):

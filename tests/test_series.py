@@ -1,9 +1,13 @@
-"""The throughput series `tcpvar analyze` sums during its scan
+"""The throughput series `tcpvar analyze` stores holds, per connection,
+direction and interval, the data segments and bytes tshark sees in that
+interval, on every capture. The series the scan sums
 (ingest/native/series.c) is the one the store sums from the stored packets
-(analyzers/sql/throughput_sums.sql), row for row, on every capture: also
-where timestamps go backwards, where the scan's sums give way to the
-packets'."""
+(analyzers/sql/throughput_sums.sql), row for row: also where timestamps go
+backwards, where the scan's sums give way to the packets'."""
 from __future__ import annotations
+
+import subprocess
+from collections import Counter
 
 import pytest
 
@@ -11,6 +15,7 @@ from tcpvar.analyzers.series import build_throughput
 from tcpvar.ingest import _pcapscan
 from test_vs_tcptrace import NOT_ANALYSABLE
 
+import peers
 from conftest import OWN_CAPTURES, SHARED_CAPTURES, capture_id
 
 
@@ -33,6 +38,83 @@ def test_scan_sums_equal_the_packets_sums(analyzed, store, path):
     assert from_scan == from_packets
     assert from_packets or not any(c["a2b"]["data_bytes"] or c["b2a"]["data_bytes"]
                                    for c in doc["connections"])
+
+
+# capture -> why tshark's per-interval bytes differ from the packets'
+TSHARK_DIFFERS = {
+    "suricata__detect-ipopts.pcap": "tshark keys source-routed packets on the route's final "
+                                    "address (test_vs_tshark.py)",
+    "suricata__detect-ipopts.rawip.pcap": "the same capture relabelled as raw IP",
+}
+
+
+def _last(field: str) -> str:
+    """A field's innermost value: a tunnel's inner header comes last."""
+    return field.split(",")[-1]
+
+
+def _tshark_bins(path, interval_ns: int) -> tuple[Counter, Counter]:
+    """Data segments and payload bytes per (sender, receiver, interval) by
+    tshark: interval k holds [first record + k x width, + width). An IPv4
+    segment counts the bytes its IP length gives, as sent: where the snap
+    length cut it short, tshark's tcp.len counts only those captured."""
+    proc = subprocess.run(
+        # without sequence analysis and reassembly, which these fields do not need: twice as fast
+        ["tshark", "-n", "-r", str(path), "-o", "tcp.analyze_sequence_numbers:FALSE",
+         "-o", "tcp.desegment_tcp_streams:FALSE", "-T", "fields", "-e", "frame.time_epoch",
+         "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst",
+         "-e", "ipv6.dst", "-e", "tcp.dstport", "-e", "tcp.len", "-e", "ip.len",
+         "-e", "ip.hdr_len", "-e", "tcp.hdr_len"],
+        capture_output=True, text=True, check=False)
+    # a capture whose last record is cut short: tshark reads the rest, then fails
+    assert proc.returncode == 0 or "cut short in the middle of a packet" in proc.stderr, \
+        proc.stderr
+    packets, octets = Counter(), Counter()
+    first = None
+    for line in proc.stdout.splitlines():
+        t, src4, src6, sport, dst4, dst6, dport, n, iplen, iphdr, tcphdr = line.split("\t")
+        secs, _, frac = t.partition(".")
+        ns = int(secs) * 10**9 + int(frac.ljust(9, "0")[:9])
+        first = ns if first is None else first
+        if not sport:
+            continue
+        n = int(_last(n) or 0)
+        if src4 and tcphdr:
+            n = int(_last(iplen)) - int(_last(iphdr)) - int(_last(tcphdr))
+        if n <= 0:
+            continue
+        key = (peers.endpoint(f"[{_last(src4 or src6)}]:{_last(sport)}"),
+               peers.endpoint(f"[{_last(dst4 or dst6)}]:{_last(dport)}"),
+               (ns - first) // interval_ns)
+        packets[key] += 1
+        octets[key] += n
+    return packets, octets
+
+
+@pytest.mark.parametrize("path", [p for p in OWN_CAPTURES + SHARED_CAPTURES
+                                  if p.name not in NOT_ANALYSABLE and
+                                  p.name not in TSHARK_DIFFERS], ids=capture_id)
+def test_series_holds_tshark_bytes_per_interval(analyzed, store, path):
+    """Every interval's data segments and bytes are tshark's, and its rates
+    are 8 x bytes over the interval's width."""
+    doc = analyzed(path)
+    (interval_ms,) = store.con.execute("SELECT interval_ms FROM captures WHERE capture_id = $1",
+                                       [doc["capture_id"]]).fetchone()
+    want_packets, want_bytes = _tshark_bins(path, round(interval_ms * 1e6))   # tshark reads .gz
+    ends = {c["id"]: (peers.endpoint(c["a"]), peers.endpoint(c["b"]))
+            for c in doc["connections"]}
+    packets, octets = Counter(), Counter()
+    width_s = interval_ms / 1e3
+    for conn, direction, bin_, n, nbytes, unique, bps, goodput in store.con.execute(
+            "SELECT conn, dir, bin, packets, bytes, unique_bytes, bps, goodput_bps "
+            "FROM throughput WHERE capture_id = $1", [doc["capture_id"]]).fetchall():
+        a, b = ends[conn]
+        key = (a, b, bin_) if direction == 0 else (b, a, bin_)
+        packets[key] += n                   # connections reusing a 4-tuple come together
+        octets[key] += nbytes
+        assert bps == pytest.approx(8 * nbytes / width_s, rel=1e-12)
+        assert goodput == pytest.approx(8 * unique / width_s, rel=1e-12) and unique <= nbytes
+    assert +octets == want_bytes and +packets == want_packets
 
 
 def test_no_sums_when_time_goes_back(tmp_path):

@@ -4,8 +4,9 @@ counts). Where tcpvar differs on purpose, KNOWN lists the capture and why;
 docs/analysis.md explains each difference in full."""
 from __future__ import annotations
 
+import functools
 import re
-import warnings
+import subprocess
 from dataclasses import dataclass
 from typing import Callable
 
@@ -21,7 +22,7 @@ from conftest import OWN_CAPTURES, SHARED, SHARED_CAPTURES, SHARED_FOUND, captur
 # and rexmit.c).
 
 
-FIN, ACK = 1, 16            # TCP flags (docs/schema.md, packets.flags)
+FIN, RST, ACK = 1, 4, 16    # TCP flags (docs/schema.md, packets.flags)
 DUPACK = 4                  # the duplicate-ACK bit of packets.ev
 
 
@@ -53,14 +54,20 @@ def rtt_stdev(ours, theirs, ctx) -> bool:
 
 def rtt_min(ours, theirs, ctx) -> bool:
     """tcptrace's minimum takes 0 for "none yet": after a sample of 0 µs the
-    next sample becomes the minimum whatever its size. Where tcpvar's minimum
-    is 0, tcptrace's is the least sample after the last 0 (from the store)."""
-    if ours == 0:
-        after = [rtt for *_, rtt in ctx.acks() if rtt is not None]
-        while 0 in after:
-            after = after[after.index(0) + 1:]
-        ours = min(after, default=0) / 1000
-    return printed_ms(ours, theirs, ctx)
+    next sample becomes the minimum whatever its size. A sample is 0 where
+    the ACK has the time stamp of the data it acknowledges (coarse clocks:
+    tcptrace__zwnd.dmp ticks in 10 ms, psc.fddi in 1/1024 s; a receiver's own
+    capture: pcapplusplus__example.pcap). Where tcpvar's minimum is 0, the
+    sender's least sample after the last 0 in tshark's tcp.analysis.ack_rtt
+    must be tcptrace's minimum."""
+    if ours != 0 or not ctx.mine["rtt_samples"]:
+        return printed_ms(ours, theirs, ctx)
+    after = ctx.ack_rtts()
+    if 0 not in after:                  # tshark has no sample of 0 µs either
+        return False
+    while 0 in after:
+        after = after[after.index(0) + 1:]
+    return printed_ms(min(after, default=0) / 1000, theirs, ctx)
 
 
 def throughput(ours, theirs, ctx) -> bool:
@@ -90,19 +97,26 @@ def triple_dupacks(ours, theirs, ctx) -> bool:
     """tcptrace starts a run of duplicates again at any ACK that is not one,
     also one that leaves the ACK number where it was (a window update);
     RFC 5681, and tcpvar, only at one that moves it. And it counts a FIN
-    that repeats the ACK and window. So tcptrace's count is recounted that
-    way from the duplicate ACKs tcpvar marked in the store."""
-    triples = run = 0
-    last = None
+    that repeats the ACK and window. Both rules are applied to the duplicate
+    ACKs tcpvar marked in the store: tcptrace's must give tcptrace's count,
+    and tcpvar's count differs from tcptrace's by what the rules give apart
+    (0 in most directions, where tcpvar's is tcptrace's own)."""
+    theirs_way = ours_way = run_t = run_o = 0
+    last, last_ack = None, None
     for ev, flags, ack, win, length, _ in ctx.acks():
         if ev & DUPACK or (flags & FIN and not length and last == (ack, win)):
-            run += 1
-            triples += run == 3
+            run_t += 1
+            theirs_way += run_t == 3
         elif flags & ACK:
-            run = 0
+            run_t = 0
+        if ev & DUPACK:
+            run_o += 1
+            ours_way += run_o == 3
+        elif flags & ACK and not flags & RST and ack != last_ack:
+            run_o, last_ack = 0, ack
         if flags & ACK:
             last = (ack, win)
-    return triples == theirs
+    return theirs_way == theirs and ours == theirs - (theirs_way - ours_way)
 
 
 def window_scale(ours, theirs, ctx) -> bool:
@@ -211,6 +225,7 @@ class Context:
     mine: dict                  # its direction being compared
     acker: dict                 # the other direction, sending the ACKs
     acks: Callable[[], list[tuple]]    # the ACKs' stored packets (_acks)
+    ack_rtts: Callable[[], list[int]]  # tshark's RTT samples at the ACKs (_tshark_ack_rtts)
     line: str = ""              # tcptrace's text for the figure
 
 
@@ -230,10 +245,15 @@ CAPTURES = [p for p in OWN_CAPTURES + SHARED_CAPTURES
 
 
 def test_third_party_captures_present():
-    assert len(SHARED_CAPTURES) >= 20
-    if not SHARED_FOUND:
-        warnings.warn(f"only the copied third-party captures were compared: {SHARED} is "
-                      f"missing (set TCPVAR_SHARED_PCAPS to the whole collection)", stacklevel=1)
+    """The whole shared collection is compared, not only the copies in
+    fixtures/pcaps/thirdparty/: every capture its manifest lists is there
+    (a checkout beside it finds it at ../shared/pcaps, as CI's does)."""
+    assert SHARED_FOUND, (f"{SHARED} is missing: set TCPVAR_SHARED_PCAPS to the shared "
+                          f"third-party captures")
+    listed = [line.split("\t", 1)[0] for line in
+              (SHARED / "MANIFEST.tsv").read_text().splitlines()[1:] if line.strip()]
+    found = {p.name for p in SHARED_CAPTURES}
+    assert len(listed) >= 20 and not [name for name in listed if name not in found]
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=capture_id)
@@ -260,7 +280,9 @@ def test_agrees_with_tcptrace(path, analyzed, store, tmp_path):
         assert c is not None, f"tcptrace connection {i} {t['a']} -> {t['b']} not found"
         for direction, other in (("a2b", "b2a"), ("b2a", "a2b")):
             ctx = Context(c, c[direction], c[other],
-                          lambda o=other, n=c["id"]: _acks(store, doc["capture_id"], n, o))
+                          lambda o=other, n=c["id"]: _acks(store, doc["capture_id"], n, o),
+                          lambda c=c, o=other, d=direction: _tshark_ack_rtts(
+                              source, c[o[0]], c[d[0]]))
             for label, (field, check) in fields.items():
                 ctx.line = t[direction].get(label, "").strip()
                 value = peers.number(ctx.line)
@@ -283,6 +305,33 @@ def _acks(store, capture_id: int, conn: int, acker: str) -> list[tuple]:
         "SELECT ev, flags, ack, win, len, rtt_us FROM packets WHERE capture_id = $1 "
         "AND conn = $2 AND dir = $3 ORDER BY frame",
         [capture_id, conn, int(acker == "b2a")]).fetchall()
+
+
+def _tshark_ack_rtts(path, acker: str, sender: str) -> list[int]:
+    """tshark's RTT samples (µs) at the ACKs @acker sent to @sender, in order
+    (both 'addr:port'; connections reusing the 4-tuple come together)."""
+    return list(_tshark_rtts_by_ends(str(path)).get(
+        (peers.endpoint(acker), peers.endpoint(sender)), []))
+
+
+@functools.cache
+def _tshark_rtts_by_ends(path: str) -> dict[tuple, list[int]]:
+    """Every ACK's RTT sample by tshark, per (acker, sender). An ACK that
+    acknowledges a segment has tcp.analysis.acks_frame; tshark leaves out
+    its ack_rtt when that is 0 (frame 426 of pcapplusplus__example.pcap)."""
+    out = subprocess.run(
+        ["tshark", "-n", "-r", path, "-Y", "tcp.analysis.acks_frame", "-T", "fields",
+         "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport", "-e", "ip.dst",
+         "-e", "ipv6.dst", "-e", "tcp.dstport", "-e", "tcp.analysis.ack_rtt"],
+        capture_output=True, text=True, check=True).stdout
+    rtts: dict[tuple, list[int]] = {}
+    for line in out.splitlines():
+        src4, src6, sport, dst4, dst6, dport, rtt = line.split("\t")
+        # the innermost header of a tunnel is the last
+        ends = (peers.endpoint(f"[{(src4 or src6).split(',')[-1]}]:{sport}"),
+                peers.endpoint(f"[{(dst4 or dst6).split(',')[-1]}]:{dport}"))
+        rtts.setdefault(ends, []).append(round(float(rtt or 0) * 1e6))
+    return rtts
 
 
 _COPIES = re.compile(r"connection (\d+) (a2b|b2a): (\d+) segments? repeats?")
