@@ -1,10 +1,12 @@
 """`tcpvar plot` on captures: every kind renders for our fixtures and for
 third-party captures, in each format; the data behind the figures is held
-to tshark (the time-sequence graph, column by column), to tcptrace (RTT, for
-the default bin width), to the crafted packets (NGWA) and to the store (a
-figure changes nothing in it). Runs' figures are tested in test_run_vm.py."""
+to tshark (the time-sequence graph, the window and in-flight series and the
+RTT samples, column by column), to tcptrace (RTT, for the default bin
+width), to the crafted packets (NGWA) and to the store (a figure changes
+nothing in it). Runs' figures are tested in test_run_vm.py."""
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from decimal import Decimal
@@ -231,3 +233,92 @@ def test_fairness_figure_against_tshark(tmp_path):
     assert len(doc["jain"]) == len(want) > 100
     assert doc["jain"] == [[pytest.approx(b * doc["bin_s"]), pytest.approx(j, rel=1e-9)]
                            for b, j in want.items()]
+
+
+@functools.cache
+def _receiver_fields(path) -> list[str]:
+    fields = ["frame.time_epoch", "tcp.srcport", "tcp.dstport", "tcp.flags.syn",
+              "tcp.flags.ack", "tcp.window_size", "tcp.seq", "tcp.len", "tcp.ack",
+              "tcp.analysis.ack_rtt"]
+    return subprocess.run(["tshark", "-n", "-r", str(path), "-T", "fields", "-E",
+                           "separator=,", *sum((["-e", f] for f in fields), [])],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def _receiver_columns(path, doc: dict, label: str) -> dict[str, dict]:
+    """Per time column of @doc, from tshark's fields for the sender in
+    @label and its receiver: the advertised window (tcp.window_size of the
+    receiver's SYNs and ACKs, min and max), the data in flight at each of
+    its ACKs (the highest tcp.seq + tcp.len the sender had sent, less
+    tcp.ack; max), and tshark's tcp.analysis.ack_rtt in ms (min and max),
+    Karn's rule applied here: none from an ACK that covers bytes sent
+    twice."""
+    src = peers.endpoint(label.split()[1])[1]
+    dst = peers.endpoint(label.split()[3])[1]
+    cols: dict[str, dict] = {"advertised": {}, "in_flight": {}, "rtt": {}}
+
+    def widen(name, c, v):
+        lo, hi = cols[name].get(c, (v, v))
+        cols[name][c] = (min(lo, v), max(hi, v))
+
+    resent: list[tuple[int, int]] = []
+    highest, acked = None, None
+    for line in _receiver_fields(path):
+        t, sport, dport, syn, is_ack, win, seq, n, ack, rtt = line.split(",")
+        if not sport:
+            continue                                    # not TCP
+        c = (int(Decimal(t) * 10**9) - doc["origin_ns"]) // doc["column_ns"]
+        if (int(sport), int(dport)) == (src, dst) and int(n) > 0:
+            seg = (int(seq), int(seq) + int(n))
+            if highest is not None and seg[0] < highest:    # a sender's bytes are contiguous
+                resent.append(seg)
+            highest = seg[1] if highest is None else max(highest, seg[1])
+        if (int(sport), int(dport)) != (dst, src):
+            continue
+        if "1" in (syn, is_ack):
+            widen("advertised", c, int(win))
+        if is_ack != "1":
+            continue
+        if highest is not None:
+            widen("in_flight", c, max(0, highest - int(ack)))
+        karn = any(a < int(ack) and (acked is None or b > acked) for a, b in resent)
+        acked = int(ack) if acked is None else max(acked, int(ack))
+        resent = [r for r in resent if r[1] > acked]
+        if rtt and not karn:
+            widen("rtt", c, float(rtt) * 1e3)
+    return cols
+
+
+@pytest.mark.parametrize("path", [FIXTURES / "iperf_rto.pcap", FIXTURES / "iperf_4flows.pcap",
+                                  FIXTURES / "sack_recovery.pcap",
+                                  FIXTURES / "iperf_bulk_loss.pcap"], ids=lambda p: p.name)
+def test_window_figure_against_tshark(path, tmp_path):
+    """Each sender's advertised window and data in flight, column by
+    column, as computed from tshark's fields."""
+    rc, doc, err = plot(tmp_path / "t.duckdb", "window", path, tmp_path / "w.svg")
+    assert rc == 0, err
+    assert doc["senders"]
+    for sender in doc["senders"]:
+        want = _receiver_columns(path, doc, sender["label"])
+        col = doc["column_ns"]
+        assert {round(t * 1e9 / col): (lo, hi) for t, lo, hi in sender["advertised"]} == \
+            want["advertised"]
+        assert {round(t * 1e9 / col): hi for t, hi in sender["in_flight"]} == \
+            {c: hi for c, (_, hi) in want["in_flight"].items()}
+        assert len(want["advertised"]) > 5
+
+
+def test_rtt_figure_against_tshark(tmp_path):
+    """The RTT samples per column are tshark's tcp.analysis.ack_rtt, less
+    the ACKs Karn's rule leaves out (iperf_rto.pcap resends after a
+    timeout: 4 columns of tshark's have no sample of tcpvar's)."""
+    path = FIXTURES / "iperf_rto.pcap"
+    rc, doc, err = plot(tmp_path / "t.duckdb", "rtt", path, tmp_path / "r.svg")
+    assert rc == 0, err
+    (sender,) = doc["senders"]
+    want = _receiver_columns(path, doc, sender["label"])["rtt"]
+    col = doc["column_ns"]
+    got = {round(t * 1e9 / col): (lo, hi) for t, lo, hi in sender["samples"]}
+    assert len(got) > 800
+    assert got == {c: (pytest.approx(lo, abs=1e-3), pytest.approx(hi, abs=1e-3))
+                   for c, (lo, hi) in want.items()}

@@ -329,7 +329,10 @@ def test_sanitizers_report_nothing(booted, request):
         assert splat not in cases_log, cases_log[-6000:]
     # Before the cases, QEMU's TCG now and then draws a report from early
     # boot (KASAN in handle_edge_irq while the IO-APIC timer is checked);
-    # none may come from the code the series touches
+    # none may come from the code the series touches. Loosened in aa9095f
+    # after one boot's report at 1.4 s, before any socket or qdisc exists,
+    # in interrupt code the series does not patch; its cause (TCG's timer
+    # emulation or KASAN's) is not found, so only the series' frames fail
     for splat in SPLATS:
         for at in (m.start() for m in re.finditer(re.escape(splat), boot_log)):
             report = boot_log[at:at + 4000]

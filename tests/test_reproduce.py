@@ -195,7 +195,10 @@ def test_smoke_puts_tcpvar_beside_the_paper(smoke):
                 else:
                     x = _goodputs(run_dir)
                     truth = sum(x) ** 2 / (len(x) * sum(v * v for v in x))
-                    assert got["mean"] == pytest.approx(truth, abs=0.01), (t["id"], row)
+                    # the bytes sent once over the first to last data segment, as tcpvar's
+                    # goodput: on a stored smoke run both gave 0.9992292776033121 and
+                    # 0.8959923566792481 to the last digit; 1e-9 is summation order
+                    assert got["mean"] == pytest.approx(truth, rel=1e-9), (t["id"], row)
                     seen += 1
                     continue
                 assert got["mean"] == pytest.approx(truth, rel=1e-9), (t["id"], row, c)

@@ -26,6 +26,16 @@ from run_helpers import (
 BW = 20e6     # well below what the emulated CPU forwards, so the bottleneck is the queue
 
 
+def cached_release() -> str:
+    """The release of the Debian kernel package unpacked in the cache
+    (kernels/debian-RELEASE/boot/vmlinuz-RELEASE): whatever linux-image-amd64
+    pointed to when it was fetched, not a release pinned here."""
+    from tcpvar.resources import cache_dir
+    images = sorted((cache_dir() / "kernels").glob("debian-*/boot/vmlinuz-*"))
+    assert len(images) == 1, images
+    return images[0].name[len("vmlinuz-"):]
+
+
 @pytest.fixture(scope="module")
 def main_job(tmp_path_factory):
     """The README's main job, shortened, on the vm backend."""
@@ -39,7 +49,7 @@ def main_job(tmp_path_factory):
 def test_the_vm_runs_debians_kernel(main_job):
     assert main_job["backend"] == "vm"
     (run,) = main_job["runs"]
-    assert run["kernel"].startswith("6.1.")
+    assert run["kernel"] == cached_release()       # the guest's uname -r
 
 
 def test_base_rtt_is_what_was_asked(main_job):
@@ -64,7 +74,9 @@ def test_probe_and_artefacts(main_job):
     assert run["probe_events"] > 1000
     # counted, never silent: the eBPF hook's recursion guard skips an event
     # that fires in a softirq nested in its own run on one CPU (46 of 41,202,
-    # 0.11 %, in a CI run; docs/probe.md)
+    # 0.11 %, in a CI run; docs/probe.md). 1/200 (was 1/1000, commit 7cd85f9):
+    # under TCG the bottleneck sends in bursts of up to 10 ms, so the nesting
+    # follows the emulation's pace; 4.5 times the figure measured
     assert run["probe_lost"] is not None and run["probe_lost"] <= run["probe_events"] / 200
     assert run["flows"][0]["cwnd_max"] > 10
     manifest = json.loads((Path(run["dir"]) / "manifest.json").read_text())
@@ -76,8 +88,11 @@ def test_probe_and_artefacts(main_job):
 
 def test_every_variant_of_the_paper_runs(tmp_path):
     """One boot, one flow per variant, all through the same bottleneck."""
+    # 12 s: the 13 iperf3 clients start one after another in the guest, and
+    # on a busy host the last began 5.7 s after the first (6 s flows then
+    # overlapped for 0.3 s)
     rc, doc, err = tcpvar_run(tmp_path, "--backend", "vm", "--cc", ",".join(PAPER_VARIANTS),
-                              "--rtt", 20, "--bw", "40mbit", "--duration", 6)
+                              "--rtt", 20, "--bw", "40mbit", "--duration", 12)
     assert rc == 0, err
     (run,) = doc["runs"]
     assert [f["cc"] for f in run["flows"]] == list(PAPER_VARIANTS)
@@ -172,6 +187,8 @@ def test_jitter_varies_the_delay_and_keeps_the_order(tmp_path):
             for t, ack in fields("sender.pcap", f"tcp.dstport == {flow['src_port']}",
                                  "frame.time_epoch", "tcp.ack_raw") if int(ack) in left]
     below = [ms for ms in back if ms < 40]
+    # 1 %, not 5 %: with --jitter 13 and 17 % of the times were below 40 ms
+    # alone, 6 % in a CI run (commit 1cc5534); without it none below 40.4 ms
     assert len(back) > 500 and len(below) > 0.01 * len(back), (len(below), len(back))
     # the data flow's ACKs only (iperf3's control connection ends with a
     # keep-alive and its D-SACK)
@@ -180,6 +197,10 @@ def test_jitter_varies_the_delay_and_keeps_the_order(tmp_path):
 
     segments = count(f"tcp.srcport == {flow['src_port']} && tcp.len > 0")
     sacks = count(f"tcp.dstport == {flow['src_port']} && tcp.options.sack_le")
+    # 5 %, not 1 %: netem with a rate keeps each packet behind the last one it
+    # queued, yet 0, 0, 8 and 26 of 2491-2750 segments (up to 1.0 %) still came
+    # with a hole, without a drop or a retransmission; the source of that
+    # little reordering is not found. Without the rate: 69 %
     assert segments > 1000 and sacks <= 0.05 * segments, (sacks, segments)
 
 
@@ -414,6 +435,6 @@ def test_a_run_leaves_its_figures_and_report(main_job, tmp_path):
     kinds = sorted(p.stem for p in (folder / "figures").glob("*.png"))
     assert kinds == sorted(["throughput", "cwnd", "rtt", "rto", "tsg", "window"])
     text = (folder / "report.html").read_text()
-    assert run["name"] in text and "6.1.0-56-amd64" in text and "iperf 3." in text
+    assert run["name"] in text and cached_release() in text and "iperf 3." in text
     console, figures = open_page(folder / "report.html", tmp_path)
     assert console == [] and figures == "6/6"

@@ -90,6 +90,38 @@ def test_packets_equal_the_cli_store(job):
     assert mine == cli and len(mine) == len(OWN_CAPTURES)
 
 
+def test_directions_are_tsharks(job):
+    """Beyond equality with the CLI's store: per direction of every
+    connection of iperf_4flows.pcap, the packets and data bytes in the
+    Parquet Spark wrote are what tshark counts (frames, sum of tcp.len)."""
+    import collections
+    import subprocess
+
+    tmp, _ = job
+    path = os.path.realpath(FIXTURES / "iperf_4flows.pcap")
+    con = duckdb.connect()
+
+    def parquet(name):
+        return f"read_parquet('{tmp}/out/{name}/*/*.parquet', hive_partitioning = true)"
+    rows = con.execute(
+        f"SELECT c.a_addr, c.a_port, c.b_addr, c.b_port, d.dir, d.packets, d.data_bytes "
+        f"FROM {parquet('dir_counters')} d JOIN {parquet('connections')} c "
+        f"USING (capture_id, conn) JOIN {parquet('captures')} f USING (capture_id) "
+        f"WHERE f.path = $1", [path]).fetchall()
+    con.close()
+    mine = {((a, ap, b, bp) if d == 0 else (b, bp, a, ap)): (n, data)
+            for a, ap, b, bp, d, n, data in rows}
+    out = subprocess.run(["tshark", "-n", "-r", path, "-Y", "tcp", "-T", "fields", "-e", "ip.src",
+                          "-e", "tcp.srcport", "-e", "ip.dst", "-e", "tcp.dstport", "-e",
+                          "tcp.len"], capture_output=True, text=True, check=True).stdout
+    counted: dict[tuple, list[int]] = collections.defaultdict(lambda: [0, 0])
+    for line in out.splitlines():
+        src, sport, dst, dport, n = line.split("\t")
+        c = counted[(src, int(sport), dst, int(dport))]
+        c[0], c[1] = c[0] + 1, c[1] + int(n)
+    assert len(mine) == 12 and mine == {k: tuple(v) for k, v in counted.items()}
+
+
 def test_merge_reads_the_folder(job):
     """The folder is an export: `tcpvar merge` makes it a store, whose
     conn_stats (the figures `tcpvar analyze` prints) are the CLI's."""
