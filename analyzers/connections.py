@@ -1,14 +1,19 @@
 """Per-connection statistics in the shape of `tcpvar analyze --json`."""
 from __future__ import annotations
 
-from typing import Sequence
-
 from .sqlfiles import sql
 
 CONN_FIELDS = ("ip_version", "start_s", "connection_duration_s", "total_packets",
                "handshake", "closed", "reset")
 DIRECTIONS = ("a2b", "b2a")
 HEAD = ("conn", "dir", "ip_version", "a_addr", "a_port", "b_addr", "b_port", *CONN_FIELDS)
+# The statistics of each direction a one-line summary of a connection needs
+# (analyze's table): a table of thousands of connections reads in half the
+# time without the others.
+SUMMARY_STATS = ("packets", "data_packets", "data_bytes", "unique_bytes",
+                 "retransmitted_packets", "retransmitted_bytes", "out_of_order_packets",
+                 "duplicate_acks", "rto_events", "fast_retransmits", "rtt_avg_ms",
+                 "rtt_samples", "throughput_bps", "goodput_bps")
 
 
 def endpoint(addr: str, port: int, ip_version: int) -> str:
@@ -16,11 +21,11 @@ def endpoint(addr: str, port: int, ip_version: int) -> str:
     return f"[{addr}]:{port}" if ip_version == 6 else f"{addr}:{port}"
 
 
-def connections(con, capture_id: int, stats: Sequence[str] | None = None) -> list[dict]:
+def connections(con, capture_id: int, brief: bool = False) -> list[dict]:
     """Every connection of a capture: endpoints, then a2b and b2a statistics,
-    all of them or only @stats (a table of thousands of connections reads in
-    half the time without the columns it does not show)."""
+    all of them or, @brief, only SUMMARY_STATS."""
     query, params = sql("connections"), {"capture_id": capture_id}
+    stats = SUMMARY_STATS if brief else None     # bench/levers.py sets it None: all
     if stats is not None:
         query = (f"SELECT COLUMNS(lambda c: list_contains($keep, c)) FROM ({query}) "
                  f"ORDER BY conn, dir")
@@ -52,6 +57,15 @@ def capture_info(con, capture_id: int) -> dict:
                       "(last_ns - first_ns) / 1e9 AS duration_s FROM captures "
                       "WHERE capture_id = $1", [capture_id])
     return dict(zip([d[0] for d in cur.description], cur.fetchone()))
+
+
+def capture_counts(con, capture_id: int) -> tuple:
+    """What analyze reports of a capture as a whole: link type, frames, TCP
+    segments, non-TCP frames, IP fragments, too short, malformed, duration
+    (s) and the scan's warning."""
+    return con.execute("SELECT link_name, frames, tcp_packets, non_tcp, ip_fragments, "
+                       "too_short, malformed, (last_ns - first_ns) / 1e9, warning "
+                       "FROM captures WHERE capture_id = $1", [capture_id]).fetchone()
 
 
 def data_direction(conn: dict) -> str:

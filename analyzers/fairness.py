@@ -86,7 +86,7 @@ def fairness(con, capture_id: int, conns: list[dict], ids: list[int] | None = No
         if not rows:
             out["warnings"].append(
                 "no interval has every chosen flow sending, so Jain's index has no "
-                "per-interval values (choose flows that overlap with --flow)")
+                "per-interval values (choose connections that overlap with --conn)")
     if pair:
         variant, reference = choose(all_flows, list(pair))
         out["friendliness"] = {"variant": variant["conn"], "reference": reference["conn"],

@@ -16,6 +16,17 @@ RUN_FIELDS = ("run_id", "name", "dir", "backend", "kernel", "status", "error", "
               "sender_capture", "bottleneck_capture")
 
 
+def complete_study_runs(con, study: str) -> dict[tuple[str, int], dict]:
+    """The study's complete runs by (cell, repetition): the latest of each,
+    its run_id, name and folder."""
+    rows = con.execute(
+        "SELECT cell, repetition, arg_max(run_id, run_id), arg_max(name, run_id), "
+        "arg_max(dir, run_id) FROM runs WHERE study = $1 AND status = 'complete' "
+        "GROUP BY ALL", [study]).fetchall()
+    return {(c, r): {"run_id": i, "name": n, "dir": d, "status": "complete"}
+            for c, r, i, n, d in rows}
+
+
 def run_summary(con, run_id: int) -> dict:
     cur = con.execute(f"SELECT {', '.join(RUN_FIELDS)}, params FROM runs WHERE run_id = $1",
                       [run_id])

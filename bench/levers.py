@@ -13,11 +13,11 @@ set before the command runs (no option of tcpvar's changes these):
                     (default: one more than the cores)
   batch             ingest/reader.py BATCH_ROWS: packets per batch and segment
   parquet           store/segments.py WRITE: DuckDB's Parquet options
-  read first        tcpvar/analysis.py start_reading: the capture read while
+  read first        pipelines/analyze.py start_reading: the capture read while
                     the store opens (off: the store opens first)
   duckdb threads    DuckDB's threads (default: one per core)
-  table stats       report/tables.py CONN_STATS: the statistics the printed
-                    table reads back (None: all of them, as JSON does)
+  table stats       analyzers/connections.py SUMMARY_STATS: the statistics
+                    read back for the printed table (None: all, as JSON does)
   imports           cli/main.py: each command's module imported on use (the
                     variant imports them all first)
 
@@ -50,12 +50,12 @@ VARIANTS = {  # name: (Python run before the command, stats-only)
         ("import tcpvar.store.segments as s; s.WRITE = 'FORMAT parquet, COMPRESSION zstd'",
          False),
     "the store opened before reading starts":
-        ("import tcpvar.analysis as a; a.start_reading = lambda *x: None", False),
+        ("import tcpvar.pipelines.analyze as a; a.start_reading = lambda *x: None", False),
     "--stats-only, the store opened before reading starts":
-        ("import tcpvar.analysis as a; a.start_reading = lambda *x: None", True),
+        ("import tcpvar.pipelines.analyze as a; a.start_reading = lambda *x: None", True),
     "DuckDB on one thread": (DUCKDB_THREADS_1, False),
     "--stats-only, the table reads back every statistic (not only its 14)":
-        ("import tcpvar.report.tables as t; t.CONN_STATS = None", True),
+        ("import tcpvar.analyzers.connections as c; c.SUMMARY_STATS = None", True),
     "--stats-only, every command's module imported at start (not only analyze's)":
         ("import tcpvar.cli.main as m; [m.cli.get_command(None, n) for n in m.COMMANDS]",
          True),

@@ -1,4 +1,4 @@
-"""Which backend runs an experiment: `netns` on the host kernel when it has
+"""Which backend a run goes on: `netns` on the host kernel when it has
 what the run needs (netem for delay or loss, the variants), else `vm`."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tcpvar.errors import TestbedError, UsageError
 
-from .kernels import module_variants
+from .kernels import loaded_variants, module_variants
 from .netns import TESTBED_TOOLS, need_root, need_tools
 from .params import RunParams
 from .testbed import new_tag
@@ -19,9 +19,7 @@ BACKENDS = ("auto", "netns", "vm")
 
 def available_variants() -> set[str]:
     """The host kernel's congestion controls: loaded, built in, or as modules."""
-    loaded = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
-                 .read_text().split())
-    return loaded | module_variants(Path("/lib/modules") / platform.release())
+    return loaded_variants() | module_variants(Path("/lib/modules") / platform.release())
 
 
 @cache
@@ -43,10 +41,11 @@ def netns_gaps(params: RunParams) -> list[str]:
     gaps = []
     if (params.rtt_ms > 0 or params.loss_pct > 0) and not host_has_netem():
         gaps.append("the host kernel has no netem (needed for --rtt, --loss and --jitter)")
-    missing = [c for c in params.needed_ccs() if c not in available_variants()]
+    offered = available_variants()
+    missing = [c for c in params.needed_ccs() if c not in offered]
     if missing:
         gaps.append(f"the host kernel lacks {', '.join(missing)} "
-                    f"(it offers {', '.join(sorted(available_variants()))})")
+                    f"(it offers {', '.join(sorted(offered))})")
     return gaps
 
 

@@ -1,4 +1,4 @@
-"""The vm backend's program inside the guest: run the session's experiments
+"""The vm backend's program inside the guest: carry out the session's runs
 one after another and report to the host on stdout, one line per message
 (`TCPVAR <json>`), since the console is the only channel that needs no
 setup. Run as `python3 -m tcpvar.capture.guest SPEC.json`."""

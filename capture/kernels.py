@@ -47,6 +47,13 @@ def module_variants(moddir: Path) -> set[str]:
     return found - NOT_VARIANTS
 
 
+def loaded_variants() -> set[str]:
+    """The congestion controls the running kernel (the host's, or the
+    guest's inside the micro-VM) has loaded: the one reader of
+    tcp_available_congestion_control."""
+    return set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+
+
 def resolve(spec: str, progress=None) -> Kernel:
     """--kernel: 'stock' (default), 'patched', 'patched-debug' (with the
     sanitizers), or a path to a bzImage."""

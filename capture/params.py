@@ -1,4 +1,4 @@
-"""The parameters of an experiment (`tcpvar run`), parsed and checked before
+"""The parameters of a run (`tcpvar run`), parsed and checked before
 anything is set up, so bad input costs nothing and leaves nothing behind."""
 from __future__ import annotations
 
@@ -209,8 +209,8 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
-        raise UsageError(f"cannot read congestion control {cc!r} "
-                         f"(a name such as cubic, or a list: cubic,reno)")
+        raise UsageError(f"cannot read --cc {cc!r} "
+                         f"(a variant such as cubic, or a list: cubic,reno)")
     if not 0 <= rtt_ms <= MAX_RTT_MS:
         raise UsageError(f"RTT {rtt_ms:g} ms is outside 0..{MAX_RTT_MS:g} ms")
     if not 0 <= loss_pct <= 100:

@@ -28,7 +28,7 @@ from .testbed import new_tag
 @dataclass
 class PlannedRun:
     """One run of a session: its parameters and repetition, and for a
-    study's run the study's name and the run's cell (tcpvar/study.py)."""
+    study's run the study's name and the run's cell (pipelines/sweep.py)."""
     params: RunParams
     repetition: int = 1
     study: dict | None = None        # {"name", "cell", "index", "of"}
@@ -124,7 +124,7 @@ def check_variants(needed: list[str], offered: set[str] | None, kernel: str) -> 
     unknown until it boots, as for a kernel given by path)."""
     missing = [c for c in needed if offered is not None and c not in offered]
     if missing:
-        raise UsageError(f"unknown congestion control {missing[0]!r}: the {kernel} "
+        raise UsageError(f"unknown variant {missing[0]!r}: the {kernel} "
                          f"kernel offers {', '.join(sorted(offered))} (for another, boot a "
                          f"kernel that has it with --kernel PATH)")
 

@@ -1,8 +1,10 @@
 """The vm backend: boot a kernel in a QEMU micro-VM through virtme-ng over
 a read-only snapshot of the host's filesystem, with the output folder
-writable, and run the session's experiments there (capture/guest.py).
+writable, and carry out the session's runs there (capture/guest.py).
 KVM is used when it boots a guest here, TCG otherwise; the answer is
-remembered in the cache."""
+remembered in the cache. Before the first KVM boot, a firmware of a few
+bytes run under KVM with the CPU virtme-ng asks for tells in a fraction of
+a second whether a guest can start at all."""
 from __future__ import annotations
 
 import contextlib
@@ -12,6 +14,7 @@ import queue
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,6 +31,7 @@ from .kernels import Kernel
 VM_CPUS = 2
 VM_MEMORY = "2G"
 KVM_TRIAL_S = 45          # a KVM boot that says nothing by then is taken as not working
+KVM_PROBE_S = 5           # the probe takes 0.05-0.3 s here (2 busy cores); a hang is not a start
 SILENCE_S = 90            # a running guest reports every second; this long without a word is a hang
 
 
@@ -61,6 +65,49 @@ def kvm_state() -> bool | None:
 def _remember_kvm(boots: bool) -> None:
     kvm_state_file().parent.mkdir(parents=True, exist_ok=True)
     kvm_state_file().write_text(json.dumps({"boots": boots}))
+
+
+# the probe guest: a 64 KiB BIOS image whose reset vector (its last 16 bytes,
+# run first, in real mode) is `mov al, 0x2a; out 0xf4, al; hlt`; the
+# isa-debug-exit device at port 0xf4 ends QEMU with status (0x2a << 1) | 1
+_PROBE_CODE = bytes([0xB0, 0x2A, 0xE6, 0xF4, 0xF4])
+PROBE_EXIT = (0x2A << 1) | 1
+
+
+def probe_firmware() -> bytes:
+    image = bytearray(b"\xf4" * 0x10000)     # hlt everywhere else
+    image[-16:-16 + len(_PROBE_CODE)] = _PROBE_CODE
+    return bytes(image)
+
+
+def kvm_starts_guest() -> tuple[bool, str]:
+    """Whether QEMU starts a guest under KVM with the CPU virtme-ng asks for
+    (`-cpu host,topoext=on`), and why not. A host whose KVM refuses that CPU
+    (QEMU aborts setting its MSRs) or never runs its first instruction fails
+    here at once, instead of in a full boot that may take KVM_TRIAL_S."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return False, "/dev/kvm is missing or not usable by this user"
+    qemu = tools.find("qemu-system-x86_64")
+    if qemu is None:
+        return False, tools.not_installed("qemu-system-x86_64")
+    with tempfile.NamedTemporaryFile(prefix="tcpvar-kvm-probe-", suffix=".bin") as bios:
+        bios.write(probe_firmware())
+        bios.flush()
+        args = [qemu, "-accel", "kvm", "-cpu", "host,topoext=on", "-machine", "pc",
+                "-m", "16", "-bios", bios.name, "-display", "none", "-nodefaults",
+                "-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"]
+        try:
+            done = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=KVM_PROBE_S)
+        except subprocess.TimeoutExpired:
+            return False, f"a KVM guest ran no instruction within {KVM_PROBE_S} s"
+    if done.returncode == PROBE_EXIT:
+        return True, ""
+    said = [ln.strip() for ln in done.stderr.decode(errors="replace").splitlines()
+            if ln.strip() and "warning" not in ln]
+    how = f"was ended by {signal.Signals(-done.returncode).name}" if done.returncode < 0 \
+        else f"exited with status {done.returncode}"
+    return False, f"QEMU under KVM {how}" + (f": {said[0]}" if said else "")
 
 
 class Guest:
@@ -147,16 +194,29 @@ def _session_args(kernel: Kernel, out_dir: Path, spec: Path, name: str, kvm: boo
                     kvm, name, out_dir, append)
 
 
+def decide_kvm(progress) -> bool | None:
+    """The remembered verdict; else, where the probe guest cannot start,
+    False at once (and remembered); None leaves it to a KVM boot."""
+    kvm = kvm_state()
+    if kvm is None:
+        starts, why = kvm_starts_guest()
+        if not starts:
+            progress(Progress(f"KVM cannot start a guest here ({why}): using TCG"))
+            _remember_kvm(False)
+            kvm = False
+    return kvm
+
+
 def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
                 boot_timeout: float) -> dict:
-    """Boot once, run every experiment of @spec; returns the guest's 'ready'
+    """Boot once, carry out every run of @spec; returns the guest's 'ready'
     message (kernel release, whether KVM was used)."""
     spec_path = out_dir / f".tcpvar-vm-{tag}.json"
     spec_path.write_text(json.dumps(spec))
     log = out_dir / f".tcpvar-vm-{tag}.log"
     name = f"tcpvar-{tag}"
     try:
-        kvm = kvm_state()
+        kvm = decide_kvm(progress)
         guest, ready = None, None
         if kvm is not False:
             progress(Progress("booting the micro-VM (trying KVM)"))

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import click
 
-from tcpvar.errors import ExitStatus, UsageError
+from tcpvar.errors import UsageError
 
-from .options import Finite
+from .options import Finite, db_option, json_option, quiet_option
 
 
 def _pair(ctx, param, value):
@@ -21,10 +21,8 @@ def _pair(ctx, param, value):
 
 @click.command(short_help="Analyse the TCP connections of pcap and pcapng captures.")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=True))
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(), help="DuckDB store to write into.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print JSON (docs/analyze.md) instead of tables.")
+@db_option("to write into")
+@json_option("Print JSON (docs/analyze.md) instead of tables.")
 @click.option("--csv", "as_csv", is_flag=True,
               help="Print CSV: one row per connection and direction.")
 @click.option("--interval", "interval_ms", default=100.0, show_default=True,
@@ -32,9 +30,9 @@ def _pair(ctx, param, value):
               help="Width of the throughput series' intervals, in ms.")
 @click.option("--fairness", is_flag=True,
               help="Print Jain's index over the flows, whole capture and per interval.")
-@click.option("--flow", "flows", multiple=True, type=click.IntRange(min=1), metavar="N",
+@click.option("--conn", "conns", multiple=True, type=click.IntRange(min=1), metavar="N",
               help="A connection to include in --fairness (repeatable; default: every "
-                   "flow with at least 1% of the largest flow's bytes).")
+                   "connection with at least 1% of the largest one's bytes).")
 @click.option("--pair", callback=_pair, metavar="VARIANT:REFERENCE",
               help="Friendliness of connection VARIANT against connection REFERENCE "
                    "(e.g. the Reno background flow).")
@@ -53,8 +51,8 @@ def _pair(ctx, param, value):
 @click.option("--force", is_flag=True, help="Read files again even if the store has them.")
 @click.option("-j", "--jobs", default=0, type=click.IntRange(min=0), metavar="N",
               help="Files read at once, each by a worker thread  [default: one per core].")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
-def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair, stats_only,
+@quiet_option()
+def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, conns, pair, stats_only,
             rto_min_ms, hwdup_us, plot_dir, force, jobs, quiet):
     """Analyse TCP connections in capture FILES, in the spirit of tcptrace -l -r.
 
@@ -74,74 +72,49 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, flows, pair,
       tcpvar analyze --plot plots/ bulk.pcap
       tcpvar analyze -q --jobs 8 captures/*.pcapng
     """
-    import contextlib
-    import time
-
-    from tcpvar import analysis
     from tcpvar.ingest.capture import ScanOptions
-    from tcpvar.report import export, tables, terminal
-    from tcpvar.store import Store
+    from tcpvar.pipelines.analyze import AnalyzeOptions, analyze_files
+    from tcpvar.report import tabular, terminal
 
     if as_json and as_csv:
         raise UsageError("choose one of --json and --csv")
     if stats_only and plot_dir:
         raise UsageError("--plot needs the time series, which --stats-only skips")
-    table_only = not (as_json or as_csv or fairness or pair)
-    options = analysis.AnalyzeOptions(
+    options = AnalyzeOptions(
         scan=ScanOptions(packets=not stats_only, rto_min_ms=rto_min_ms, hwdup_us=hwdup_us),
-        interval_ms=interval_ms, force=force, fairness=fairness,
-        flows=list(flows) or None, pair=pair, stats=tables.CONN_STATS if table_only else None)
-
-    workers = analysis.workers(jobs, files)
-    captures, outcomes, taken = [], [], set()
-    start = time.monotonic()
-    first = analysis.start_reading(list(files), options, workers)   # before the store opens
-    with contextlib.closing(first) if first else contextlib.nullcontext(), \
-            Store(db_path) as store, \
-            terminal.file_progress(f"reading {files[0]}", quiet) as progress:
-        for outcome in analysis.analyze_captures(store, list(files), options, workers,
-                                                 progress, first):
-            outcomes.append(outcome)
-            if outcome.error:
-                if len(files) == 1:
-                    raise outcome.error
-                terminal.error(str(outcome.error))
-                continue
-            doc = outcome.doc
-            for warning in [doc["warning"], *doc.get("fairness", {}).get("warnings", [])]:
-                if warning:
-                    terminal.warn(f"{outcome.path}: {warning}")
-            if plot_dir:
-                _plot(store, doc, plot_dir, taken)
-            captures.append(doc)
-    speed = analysis.summary(outcomes, time.monotonic() - start, workers)
+        interval_ms=interval_ms, force=force, fairness=fairness, conns=list(conns) or None,
+        pair=pair, brief=not (as_json or as_csv))
+    with terminal.file_progress(f"reading {files[0]}", quiet) as progress:
+        done = analyze_files(db_path, files, options, jobs, progress, _shown,
+                             plot_dir, _draw if plot_dir else None)
+    speed = done.summary
     if len(files) > 1 and not quiet:
         terminal.note(f"read {speed['captures_read']} captures, {speed['packets']:,} packets "
                       f"in {speed['seconds']:.2f} s ({speed['packets_per_s'] or 0:,} packets/s, "
-                      f"{workers} worker{'s' if workers > 1 else ''})")
-    failures = [o.error.status for o in outcomes if o.error]
-
+                      f"{done.workers} worker{'s' if done.workers > 1 else ''})")
     if as_json:
-        terminal.data(export.to_json({"summary": speed, "captures": [
-            {k: v for k, v in c.items() if k != "connections"} for c in captures],
-            "connections": [dict(conn, capture=c["path"]) for c in captures
-                            for conn in c["connections"]]}))
+        terminal.data(tabular.to_json(done.to_json()))
     elif as_csv:
-        terminal.data(export.connections_csv(captures))
+        terminal.data(tabular.connections_csv(done.captures))
     else:
-        _print_tables(captures)
-    return failures[0] if failures else ExitStatus.OK
+        _print_tables(done.captures)
+    return done.status
 
 
-def _plot(store, doc: dict, plot_dir: str, taken: set[str]) -> None:
-    from pathlib import Path
+def _shown(outcome) -> None:
+    """A file's error or warnings, as each file is done."""
+    from tcpvar.report import terminal
 
-    from tcpvar.plot import capture_figures
+    if outcome.error:
+        terminal.error(str(outcome.error))
+    for warning in outcome.warnings:
+        terminal.warn(f"{outcome.path}: {warning}")
+
+
+def _draw(fig: dict) -> None:
     from tcpvar.report import figures, terminal
 
-    for fig in capture_figures(store, doc["capture_id"], Path(doc["path"]), Path(plot_dir),
-                               taken):
-        terminal.note(f"wrote {figures.save(fig, fig['path'])}")
+    terminal.note(f"wrote {figures.save(fig, fig['path'])}")
 
 
 def _print_tables(captures: list[dict]) -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from .options import db_option, json_option
+
 
 @click.command(short_help="Compare runs grouped by their parameters: means and 95 % CIs.")
 @click.option("--study", "studies", multiple=True, metavar="NAME",
@@ -12,12 +14,11 @@ import click
 @click.option("--by", "by", default="cc", show_default=True, metavar="KEY,...",
               help="Parameters to group by: cc, rtt, loss, bw, buffer, duration, flows, mode, "
                    "ngwa, wbrto, ... and study, backend, kernel.")
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(dir_okay=False), help="DuckDB store to read.")
+@db_option("to read")
 @click.option("--layout", default="groups", show_default=True,
               type=click.Choice(["groups", "variants", "fairness", "friendliness"]),
               help="groups: a row per group, every metric. As the papers' tables: variants "
-                   "(a row per cc, a column per value of the other keys, one --metric), "
+                   "(a row per variant, a column per value of the other keys, one --metric), "
                    "fairness (connection 1, connection 2, Jain), friendliness (Reno, "
                    "variant, ratio).")
 @click.option("--metric", default="iperf3_mbps", show_default=True, metavar="NAME",
@@ -25,7 +26,7 @@ import click
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also draw throughput against the 95th-percentile RTT, a point per run "
                    "and each group's mean with its CI (.png, .svg or .pdf).")
-@click.option("--json", "fmt", flag_value="json", help="Print JSON (docs/compare.md).")
+@json_option("Print JSON (docs/compare.md).", format_choice=True)
 @click.option("--csv", "fmt", flag_value="csv", help="Print CSV, one row per group.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print a Markdown table.")
 def compare(studies, run_ids, by, db_path, layout, metric, plot_path, fmt):
@@ -47,7 +48,7 @@ def compare(studies, run_ids, by, db_path, layout, metric, plot_path, fmt):
     from tcpvar.analyzers.compare import check_layout, parse_keys, select_runs
     from tcpvar.analyzers.compare import compare as group_runs
     from tcpvar.report import compare as render
-    from tcpvar.report import export, figures, terminal
+    from tcpvar.report import figures, tabular, terminal
     from tcpvar.store import Store
 
     keys = parse_keys(by)
@@ -61,7 +62,7 @@ def compare(studies, run_ids, by, db_path, layout, metric, plot_path, fmt):
     if plot_path:
         figures.save({**doc, "kind": "scatter", "title": title}, plot_path)
     if fmt == "json":
-        terminal.data(export.to_json(doc))
+        terminal.data(tabular.to_json(doc))
     elif fmt == "csv":
         terminal.data(render.to_csv(doc))
     elif fmt == "markdown":

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import click
 
+from .options import json_option
+
 
 @click.command(short_help="Check what tcpvar needs; say how to install what is missing.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the findings as one JSON document (fields in docs/doctor.md).")
+@json_option("Print the findings as one JSON document (fields in docs/doctor.md).")
 def doctor(as_json):
     """Check every part tcpvar uses, grouped by what needs it (analyze, run on
     the host kernel, run in the micro-VM, probe, kernel build, Wireshark,
@@ -25,21 +26,22 @@ def doctor(as_json):
       tcpvar doctor
       tcpvar doctor --json | jq '.checks[] | select(.ok | not)'
     """
-    from tcpvar import doctor as checkup
     from tcpvar.capture import owners
     from tcpvar.errors import ExitStatus
+    from tcpvar.pipelines import doctor as checkup
     from tcpvar.report import terminal
 
     for r in owners.reap():             # a killed run's namespaces and processes
         terminal.note(str(r))
     checks = checkup.run_checks()
     verdict = checkup.main_job(checks)
+    doc = checkup.to_json(checks, verdict)
     if as_json:
         import json
 
-        terminal.data(json.dumps(checkup.to_json(checks, verdict), indent=1))
+        terminal.data(json.dumps(doc, indent=1))
     else:
         from tcpvar.report.doctor import doctor_report
 
-        terminal.show(doctor_report(checks, verdict))
+        terminal.show(doctor_report(doc))
     return ExitStatus.OK if verdict.ready else ExitStatus.TESTBED

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from .options import db_option
+
 
 @click.command(short_help="Write the store's tables as Parquet, for Spark, Trino or pandas.")
 @click.option("--parquet", "out", required=True, type=click.Path(file_okay=False),
@@ -11,8 +13,7 @@ import click
               help="Only the runs of this study, and their captures (repeatable).")
 @click.option("--run", "run_ids", multiple=True, type=click.IntRange(min=1), metavar="ID",
               help="Only this run, and its captures (repeatable).")
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(dir_okay=False), help="DuckDB store to read.")
+@db_option("to read")
 def export(out, studies, run_ids, db_path):
     """Write the store's tables to DIR as Parquet (zstd), Hive-partitioned:
     runs by study, a run's tables (flows, qdisc_stats, iperf_intervals,
@@ -29,7 +30,7 @@ def export(out, studies, run_ids, db_path):
     """
     from tcpvar.report import terminal
     from tcpvar.store import Store
-    from tcpvar.store.export import export as export_store
+    from tcpvar.store.parquet import export as export_store
 
     with Store(db_path, read_only=True) as store:
         rows = export_store(store, out, list(studies), list(run_ids))

@@ -5,15 +5,15 @@ import click
 
 from tcpvar.errors import ExitStatus
 
+from .options import db_option, json_option, quiet_option
+
 
 @click.command(short_help="Load run folders into the store; print their summaries.")
 @click.argument("run_dirs", nargs=-1, required=True, metavar="RUN_DIR...",
                 type=click.Path())
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(), help="DuckDB store to write into.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print JSON (docs/run.md) instead of tables.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@db_option("to write into")
+@json_option("Print JSON (docs/run.md) instead of tables.")
+@quiet_option()
 def load(run_dirs, db_path, as_json, quiet):
     """Load the run folders RUN_DIR... into the store and summarise each run.
 
@@ -31,8 +31,8 @@ def load(run_dirs, db_path, as_json, quiet):
       tcpvar load --db study.duckdb runs/*
       tcpvar load --json runs/20261121-130245-single-cubic-eeae5b-r1
     """
+    from tcpvar.pipelines.load import store_runs
     from tcpvar.report import runs, terminal
-    from tcpvar.run import store_runs
 
     with runs.LiveProgress(quiet=quiet) as progress:
         stored = store_runs(db_path, run_dirs, progress)

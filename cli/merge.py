@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import click
 
+from .options import db_option
+
 
 @click.command(short_help="Copy the runs and captures of other stores into this one.")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True),
                 metavar="STORE...")
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(dir_okay=False), help="DuckDB store to merge into.")
+@db_option("to merge into")
 def merge(sources, db_path):
     """Copy every run and capture of the STOREs into the store, with new ids:
     the parts of a study run on several machines (tcpvar sweep --shard)

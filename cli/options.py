@@ -17,17 +17,50 @@ class Finite(click.FloatRange):
         return number
 
 
+def db_option(purpose: str = "to write into"):
+    """--db: the store a command reads or writes. A folder given is refused
+    by the store itself, in one line (exit 5), for every command alike."""
+    return click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
+                        type=click.Path(), help=f"DuckDB store {purpose}.")
+
+
+def json_option(what: str = "Print JSON instead of tables.", *, format_choice: bool = False):
+    """--json. @format_choice: one of the command's other output formats
+    (--csv, --markdown), all of them flags into its `fmt` parameter."""
+    if format_choice:
+        return click.option("--json", "fmt", flag_value="json", help=what)
+    return click.option("--json", "as_json", is_flag=True, help=what)
+
+
+def quiet_option(what: str = "No progress display."):
+    return click.option("-q", "--quiet", is_flag=True, help=what)
+
+
+# Where a session's runs are captured (tcpvar run, sweep and reproduce).
+backend_option = click.option(
+    "--backend", default="auto", show_default=True, type=click.Choice(["auto", "netns", "vm"]),
+    help="netns: the host kernel; vm: a QEMU micro-VM; auto: netns when the host kernel has "
+         "what the run needs.")
+
+# One set of choices wherever a kernel is taken: capture/kernels.resolve reads them.
+kernel_option = click.option(
+    "--kernel", metavar="stock|patched|patched-debug|PATH",
+    help="Kernel the vm backend boots: Debian's stock package, the one built from "
+         "kernel-patches/ (patched-debug: with KASAN, UBSAN, lockdep and kmemleak), or a "
+         "bzImage  [default: patched for runs with --ngwa or --wbrto, else stock]")
+
+
 def session_options(command):
     """Where a capture session's runs go: the boot limit of the micro-VM,
-    the folder of the run folders and the store (tcpvar run and sweep)."""
+    the folder of the run folders and the store (tcpvar run, sweep and
+    reproduce)."""
     for option in reversed((
         click.option("--boot-timeout", default=180.0, show_default=True,
                      type=Finite(min=0, min_open=True),
                      metavar="S", help="Give up on a micro-VM that has not booted by then."),
         click.option("--out", "out_dir", default="runs", show_default=True,
                      type=click.Path(file_okay=False), help="Folder the run folders go into."),
-        click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-                     type=click.Path(), help="DuckDB store to write into."),
+        db_option(),
     )):
         command = option(command)
     return command

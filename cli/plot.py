@@ -5,7 +5,7 @@ import click
 
 from tcpvar.analyzers.figures import KINDS
 
-from .options import Finite
+from .options import Finite, db_option, json_option, quiet_option
 
 
 @click.command(short_help="Draw a figure of a run or a capture (PNG, SVG or PDF).")
@@ -25,11 +25,9 @@ from .options import Finite
                                  "[default: the flows' RTT, rounded up]")
 @click.option("--dpi", default=150, show_default=True, type=click.IntRange(30, 1200), metavar="N",
               help="Resolution of a PNG (SVG and PDF are vector drawings).")
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(), help="DuckDB store to read (and to store TARGET into).")
-@click.option("--json", "as_json", is_flag=True,
-              help="Also print the figure's data (series, marks, title) as JSON.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@db_option("to read (and to store TARGET into)")
+@json_option("Also print the figure's data (series, marks, title) as JSON.")
+@quiet_option()
 def plot(kind, target, output, conns, from_s, to_s, bin_ms, dpi, db_path, as_json, quiet):
     """Draw the KIND figure of TARGET: a run (run:ID, or its folder) or a
     capture file (analysed first if the store does not have it).
@@ -58,18 +56,15 @@ def plot(kind, target, output, conns, from_s, to_s, bin_ms, dpi, db_path, as_jso
       tcpvar plot cwnd runs/20261121-130245-single-cubic-eeae5b-r1 -o cwnd.pdf
       tcpvar plot tsg trace.pcapng --conn 2 --from 1.5 --to 2.5 -o tsg.svg
     """
-    from tcpvar.plot import PlotOptions, default_output, figure, subject
-    from tcpvar.report import export, figures, terminal
-    from tcpvar.store import Store
+    from tcpvar.pipelines.plot import PlotOptions, plot
+    from tcpvar.report import figures, tabular, terminal
 
     if output:
         figures.check_format(output)
     options = PlotOptions(list(conns) or None, from_s, to_s, bin_ms / 1e3 if bin_ms else None)
-    with Store(db_path) as store:
-        with terminal.file_progress(f"reading {target}", quiet) as progress:
-            subj = subject(store, target, options.conns, progress)
-        doc = figure(store, subj, kind, options)
-    path = figures.save(doc, output or default_output(subj, kind), dpi)
+    with terminal.file_progress(f"reading {target}", quiet) as progress:
+        doc, default = plot(db_path, target, kind, options, progress)
+    path = figures.save(doc, output or default, dpi)
     terminal.note(f"wrote {path}")
     if as_json:
-        terminal.data(export.to_json(doc))
+        terminal.data(tabular.to_json(doc))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .options import Finite
+from .options import Finite, db_option, json_option
 
 
 @click.command(short_help="Record live tcp_probe events (cwnd, RTT, RTO) into the store.")
@@ -25,10 +25,8 @@ from .options import Finite
 @click.option("--dir", "out_dir", type=click.Path(file_okay=False), metavar="DIR",
               help="Folder for tcp_probe.csv and tcp_probe.json (default "
                    "./probe-YYYYmmdd-HHMMSS).")
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(), help="DuckDB store to record into.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the session and its per-socket statistics as JSON.")
+@db_option("to record into")
+@json_option("Print the session and its per-socket statistics as JSON.")
 def probe(ports, addrs, cookie, duration, source, out_dir, db_path, as_json):
     """Record the tcp:tcp_probe events of matching TCP sockets until Ctrl-C
     (or --duration), then load them into the store as a run of kind 'probe'
@@ -46,14 +44,14 @@ def probe(ports, addrs, cookie, duration, source, out_dir, db_path, as_json):
       tcpvar probe --port 5201 --duration 30 --source bpf --dir probe-cubic
       tcpvar query "SELECT t_s, snd_cwnd, rto_ms, ca_state_name FROM probe_timeline"
     """
-    from tcpvar.probe_session import record_session
-    from tcpvar.report import export, tables, terminal
+    from tcpvar.pipelines.probe import record_session
+    from tcpvar.report import tables, tabular, terminal
 
     cookie_value = int(cookie) if cookie else None
     result = record_session(db_path, list(ports), list(addrs), cookie_value, duration, source,
                             out_dir, progress=terminal.note_phase)
     if as_json:
-        terminal.data(export.to_json(result))
+        terminal.data(tabular.to_json(result))
         return
     s = result["session"]
     terminal.note(f"{s['events']} events from {s['source']} in {s['dir']} "

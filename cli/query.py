@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import click
 
+from .options import db_option, json_option
+
 
 @click.command(short_help="Run SQL against the store.")
 @click.argument("sql")
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(), help="DuckDB store to query.")
-@click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON list of objects.")
+@db_option("to query")
+@json_option("Print the rows as a JSON list of objects.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print the rows as CSV with a header.")
 def query(sql, db_path, as_json, as_csv):
     """Run SQL against the store and print the result.
@@ -23,7 +24,7 @@ def query(sql, db_path, as_json, as_csv):
       tcpvar query --csv "SELECT t_s, bps FROM throughput WHERE conn = 1 AND dir = 0"
     """
     from tcpvar.errors import UsageError
-    from tcpvar.report import export, tables, terminal
+    from tcpvar.report import tables, tabular, terminal
     from tcpvar.store import Store
 
     if as_json and as_csv:
@@ -31,8 +32,8 @@ def query(sql, db_path, as_json, as_csv):
     with Store(db_path, read_only=True) as store:
         columns, rows = store.query(sql)
     if as_json:
-        terminal.data(export.rows_json(columns, rows))
+        terminal.data(tabular.rows_json(columns, rows))
     elif as_csv:
-        terminal.data(export.rows_csv(columns, rows))
+        terminal.data(tabular.rows_csv(columns, rows))
     elif columns:
         terminal.show(tables.rows_table(columns, rows))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import click
 
+from .options import db_option, quiet_option
+
 
 @click.command(short_help="Write an HTML report of runs and captures.")
 @click.argument("targets", nargs=-1, required=True, metavar="TARGET...")
@@ -10,9 +12,8 @@ import click
               type=click.Path(dir_okay=False), metavar="FILE.html",
               help="Where to write the page.")
 @click.option("--title", help="The page's title  [default: what it reports on]")
-@click.option("--db", "db_path", default="tcpvar.duckdb", show_default=True,
-              type=click.Path(), help="DuckDB store to read (and to store TARGETs into).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@db_option("to read (and to store TARGETs into)")
+@quiet_option()
 def report(targets, output, title, db_path, quiet):
     """Write a report of each TARGET (a run: run:ID or its folder; or a
     capture file) into one HTML page: its parameters, host, kernel and tools,
@@ -27,12 +28,10 @@ def report(targets, output, title, db_path, quiet):
       tcpvar report run:3 run:4 -o cubic-vs-bbr.html
       tcpvar report trace.pcapng -o trace.html
     """
+    from tcpvar.pipelines.report import report_parts
     from tcpvar.report import html, terminal
-    from tcpvar.reporting import report_parts
-    from tcpvar.store import Store
 
-    with Store(db_path) as store:
-        with terminal.file_progress("reading", quiet) as progress:
-            parts = report_parts(store, targets, progress)
+    with terminal.file_progress("reading", quiet) as progress:
+        parts = report_parts(db_path, targets, progress)
     path = html.write(title or "tcpvar report: " + ", ".join(targets), parts, output)
     terminal.note(f"wrote {path}")

@@ -5,7 +5,7 @@ import click
 
 from tcpvar.errors import ExitStatus
 
-from .options import session_options
+from .options import backend_option, json_option, quiet_option, session_options
 
 
 @click.command(short_help="Reproduce a seed paper's tables, the paper's numbers beside.")
@@ -16,15 +16,14 @@ from .options import session_options
                    "columns) are cut down; the output says what changed.")
 @click.option("--table", "only", multiple=True, metavar="ID",
               help="Only this table of the paper (repeatable; default: the scale's).")
-@click.option("--backend", default="auto", show_default=True,
-              type=click.Choice(["auto", "netns", "vm"]), help="As for tcpvar run.")
+@backend_option
 @session_options
 @click.option("--dry-run", is_flag=True,
               help="Show the tables and the runs they need, with what the store holds; "
                    "run none.")
-@click.option("--json", "fmt", flag_value="json", help="Print JSON (docs/reproduce.md).")
+@json_option("Print JSON (docs/reproduce.md).", format_choice=True)
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print Markdown tables.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@quiet_option()
 def reproduce(study, scale, only, backend, boot_timeout, out_dir, db_path, dry_run, fmt,
               quiet):
     """Run the study behind a seed paper's tables and print each table with
@@ -47,22 +46,22 @@ def reproduce(study, scale, only, backend, boot_timeout, out_dir, db_path, dry_r
     """
     from pathlib import Path
 
-    from tcpvar.report import compare, export, runs, terminal
+    from tcpvar.pipelines.reproduce import reproduce as run_it
+    from tcpvar.report import compare, html, runs, tabular, terminal
     from tcpvar.report import reproduce as render
-    from tcpvar.reproduce import reproduce as run_it
     from tcpvar.store import Store
 
     with runs.LiveProgress(quiet=quiet or dry_run) as progress:
         outcome = run_it(study, scale, list(only), db_path=db_path, dry_run=dry_run,
                          backend=backend, out_dir=Path(out_dir), boot_timeout_s=boot_timeout,
-                         progress=progress)
+                         progress=progress, draw=html.write_run_folder)
     if Path(db_path).exists():
         with Store(db_path, read_only=True) as store:
             doc = outcome.doc(store.con)
     else:
         doc = outcome.doc(None)
     if fmt == "json":
-        terminal.data(export.to_json(doc))
+        terminal.data(tabular.to_json(doc))
     elif fmt == "markdown":
         terminal.data(render.markdown(doc))
     else:

@@ -1,16 +1,16 @@
-"""tcpvar run: an iperf3 experiment over the emulated dumbbell."""
+"""tcpvar run: iperf3 flows over the emulated dumbbell, a run per repetition."""
 from __future__ import annotations
 
 import click
 
 from tcpvar.errors import ExitStatus
 
-from .options import session_options
+from .options import backend_option, json_option, kernel_option, quiet_option, session_options
 
 
 @click.command(short_help="Run iperf3 flows over an emulated path; capture, probe, summarise.")
 @click.option("--cc", default="cubic", show_default=True, metavar="NAME[,NAME...]",
-              help="Congestion control of the flows: one for all, or one per flow.")
+              help="Variant of the flows: one for all, or one per flow.")
 @click.option("--rtt", "rtt_ms", default=100.0, show_default=True, type=float, metavar="MS",
               help="Base round-trip time (netem delay, half each way).")
 @click.option("--loss", "loss_pct", default=0.0, show_default=True, type=float, metavar="PCT",
@@ -42,14 +42,8 @@ from .options import session_options
               help="Repetitions, each a run of its own.")
 @click.option("--seed", default=0, show_default=True, type=int,
               help="Seed of the run's port choice, recorded with the run.")
-@click.option("--backend", default="auto", show_default=True,
-              type=click.Choice(["auto", "netns", "vm"]),
-              help="netns: the host kernel; vm: a QEMU micro-VM; auto: netns when the host "
-                   "kernel has what the run needs.")
-@click.option("--kernel", metavar="stock|patched|patched-debug|PATH",
-              help="Kernel the vm backend boots: Debian's stock package (default), the one "
-                   "built from kernel-patches/ (patched-debug: with KASAN, UBSAN, lockdep "
-                   "and kmemleak), or a bzImage.")
+@backend_option
+@kernel_option
 @click.option("--ngwa", type=click.IntRange(1, 8), metavar="MODE",
               help="NGWA mode 1-8 (Talau & Wille, Table 1) on every host, and the ngwa "
                    "qdisc as the bottleneck queue. Needs the patched kernel.")
@@ -59,9 +53,8 @@ from .options import session_options
               type=click.IntRange(1, 60000), metavar="MS",
               help="WB-RTO's unit: the RTO is drawn in (srtt, c x a_i x unit].")
 @session_options
-@click.option("--json", "as_json", is_flag=True,
-              help="Print JSON (docs/run.md) instead of tables.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@json_option("Print JSON (docs/run.md) instead of tables.")
+@quiet_option()
 def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, start_gap_s,
         bw_schedule, shaper, repeat, seed, backend, kernel, ngwa, wbrto, wbrto_unit_ms,
         boot_timeout, out_dir, db_path, as_json, quiet):
@@ -92,8 +85,8 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
       tcpvar run --cc reno --flows 12 --bw 1mbit --wbrto medium
     """
     from tcpvar.capture.params import make_params
-    from tcpvar.report import runs, terminal
-    from tcpvar.run import RunRequest, execute
+    from tcpvar.pipelines.run import RunRequest, execute
+    from tcpvar.report import html, runs, terminal
 
     params = make_params(cc=cc, rtt_ms=rtt_ms, loss_pct=loss_pct, jitter_ms=jitter_ms,
                          bw=bw, buffer=buffer, duration_s=duration_s, flows=flows, mode=mode,
@@ -102,7 +95,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
                          wbrto_unit_ms=wbrto_unit_ms)
     with runs.LiveProgress(quiet=quiet) as progress:
         outcome = execute(db_path, RunRequest(params, backend, kernel, out_dir, boot_timeout),
-                          progress)
+                          progress, html.write_run_folder)
     runs.print_runs(outcome.summaries, as_json,
                     {"backend": outcome.backend, "reason": outcome.reason})
     if outcome.interrupted:

@@ -5,7 +5,7 @@ import click
 
 from tcpvar.errors import ExitStatus
 
-from .options import Finite
+from .options import Finite, json_option, quiet_option
 
 
 @click.command(short_help="Analyse many captures on Apache Spark, one task per capture.")
@@ -29,9 +29,8 @@ from .options import Finite
 @click.option("--hw-dups", "hwdup_us", default=0.0, type=Finite(min=0, max=1_000_000),
               metavar="US", help="Treat identical copies of a segment closer than US "
                                  "microseconds as capture artefacts.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary and each capture "
-                                                      "as JSON.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display and no summary line.")
+@json_option("Print the summary and each capture as JSON.")
+@quiet_option("No progress display and no summary line.")
 def spark(files, out, master, shard, stats_only, interval_ms, rto_min_ms, hwdup_us, as_json,
           quiet):
     """Analyse CAPTUREs (files, or folders holding them) on Apache Spark: one
@@ -53,11 +52,11 @@ def spark(files, out, master, shard, stats_only, interval_ms, rto_min_ms, hwdup_
     """
     import sys
 
-    from tcpvar import spark as job
-    from tcpvar.analysis import AnalyzeOptions
     from tcpvar.ingest.capture import ScanOptions
-    from tcpvar.report import export, terminal
-    from tcpvar.study import parse_shard
+    from tcpvar.pipelines import spark as job
+    from tcpvar.pipelines.analyze import AnalyzeOptions
+    from tcpvar.pipelines.sweep import parse_shard
+    from tcpvar.report import tabular, terminal
 
     options = AnalyzeOptions(scan=ScanOptions(packets=not stats_only, rto_min_ms=rto_min_ms,
                                               hwdup_us=hwdup_us), interval_ms=interval_ms)
@@ -76,7 +75,7 @@ def spark(files, out, master, shard, stats_only, interval_ms, rto_min_ms, hwdup_
                       f"{s['seconds']:.1f} s ({s['packets_per_s'] or 0:,} packets/s on "
                       f"{s['cores']} cores)" + (f"; {len(failed)} failed" if failed else ""))
     if as_json:
-        terminal.data(export.to_json({"summary": s, "captures": outcome.captures}))
+        terminal.data(tabular.to_json({"summary": s, "captures": outcome.captures}))
     else:
         terminal.data(_table(outcome.captures))
     return failed[0]["status"] if failed else ExitStatus.OK

@@ -5,7 +5,7 @@ import click
 
 from tcpvar.errors import ExitStatus
 
-from .options import session_options
+from .options import backend_option, json_option, kernel_option, quiet_option, session_options
 
 
 def _listed(name: str, metavar: str, text: str):
@@ -15,7 +15,8 @@ def _listed(name: str, metavar: str, text: str):
 @click.command(short_help="Run a study: variants × scenarios × repeats, resumable.")
 @click.argument("study_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--name", metavar="NAME", help="The study's name, its runs' tag in the store "
-                                             "(default: the study file's name).")
+                                             "(default: the study file's name, else one made from "
+                                             "the options and printed).")
 @_listed("cc", "NAME[+NAME],...", "Variants: one run each; '+' joins a run's flows "
                                   "(cubic+reno is one run of two flows).")
 @_listed("rtt", "MS,...", "Base round-trip times.")
@@ -38,16 +39,13 @@ def _listed(name: str, metavar: str, text: str):
 @click.option("--shard", metavar="I/N",
               help="Run only part I of N of the study (every N-th run), for studies split "
                    "across machines; bring the stores together with tcpvar merge.")
-@click.option("--backend", default="auto", show_default=True,
-              type=click.Choice(["auto", "netns", "vm"]), help="As for tcpvar run.")
-@click.option("--kernel", metavar="stock|patched|PATH",
-              help="Kernel the vm backend boots (runs with --ngwa or --wbrto boot the "
-                   "patched one).")
+@backend_option
+@kernel_option
 @session_options
 @click.option("--dry-run", is_flag=True,
               help="List the study's runs and those the store holds; run none.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (docs/sweep.md).")
-@click.option("-q", "--quiet", is_flag=True, help="No progress display.")
+@json_option("Print JSON (docs/sweep.md).")
+@quiet_option()
 def sweep(study_file, name, repeat, shard, backend, kernel, boot_timeout, out_dir, db_path,
           dry_run, as_json, quiet, **given):
     """Run a study: every combination of the options' values, each
@@ -73,22 +71,24 @@ def sweep(study_file, name, repeat, shard, backend, kernel, boot_timeout, out_di
     """
     from pathlib import Path
 
-    from tcpvar.report import compare, runs, terminal
-    from tcpvar.study import preview, study_from
-    from tcpvar.study import sweep as run_study
+    from tcpvar.pipelines.sweep import preview, study_from
+    from tcpvar.pipelines.sweep import sweep as run_study
+    from tcpvar.report import compare, html, runs, terminal
 
     study = study_from(name, study_file, given, repeat, shard)
+    if study.name_generated:    # the name compare --study needs, before the runs start
+        terminal.note(f"sweep: study named {study.name} (give --name to choose one)")
     if dry_run:
         outcome = preview(db_path, study)
     else:
         with runs.LiveProgress(quiet=quiet) as progress:
             outcome = run_study(db_path, study, backend, kernel, Path(out_dir), boot_timeout,
-                                progress)
+                                progress, html.write_run_folder)
     entries = outcome.rows()
     if as_json:
-        from tcpvar.report import export
+        from tcpvar.report import tabular
 
-        terminal.data(export.to_json({"study": study.name, "repeat": study.repeat,
+        terminal.data(tabular.to_json({"study": study.name, "repeat": study.repeat,
                                       "sessions": outcome.backends, "runs": entries}))
     else:
         terminal.show(compare.sweep_table(study.name, entries, dry_run))

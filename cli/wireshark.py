@@ -36,8 +36,8 @@ def install(target):
       tcpvar wireshark install --dir /usr/lib/x86_64-linux-gnu/wireshark/plugins
       tshark -r capture.pcap -Y ngwa -T fields -e frame.number -e ngwa.window -e ngwa.unset
     """
+    from tcpvar.pipelines.wireshark import install as do_install
     from tcpvar.report import terminal
-    from tcpvar.wireshark import install as do_install
 
     done = do_install(target)
     terminal.data(f"{'installed' if done.changed else 'already installed'}: {done.path}")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from tcpvar import __version__
-from tcpvar.artefacts import checks
+from tcpvar.artefacts import checks, probe_record
 from tcpvar.artefacts import run_folder as layout
 from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.errors import InputError, NoTcpError
@@ -17,7 +17,7 @@ from tcpvar.store.db import one
 from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
 from .reader import check_storable
-from .run_row import insert_run
+from .run_row import insert_run, new_run_id
 
 
 def stored_run(con, run_dir: Path) -> int | None:
@@ -42,7 +42,7 @@ def load_run(store, run_dir: Path, progress=None) -> int:
     qdiscs = qdisc_rows(run_dir)
     notes = [m["error"]] if m.get("error") else []
     con = store.con
-    run_id = one(con, "SELECT nextval('run_ids')")[0]
+    run_id = new_run_id(con)
     captures = {}
     for name in layout.CAPTURES:
         path = run_dir / layout.pcap(name)
@@ -131,7 +131,7 @@ def qdisc_rows(run_dir: Path) -> list[list]:
 
 
 def _load_probe(store, run_id: int, run_dir: Path, m: dict) -> None:
-    path = run_dir / "tcp_probe.csv"
+    path = run_dir / probe_record.CSV_NAME
     if not path.exists():
         return
     from .probe import load_probe

@@ -1,7 +1,12 @@
 """One row of the `runs` table, written by both kinds of run: a run folder's
-(ingest/run.py) and a probe session's (tcpvar/probe_session.py), which
+(ingest/run.py) and a probe session's (pipelines/probe.py), which
 needs none of the pcap ingest."""
 from __future__ import annotations
+
+
+def new_run_id(con) -> int:
+    """The next run_id of the store's sequence."""
+    return con.execute("SELECT nextval('run_ids')").fetchone()[0]
 
 
 def insert_run(con, **columns) -> None:

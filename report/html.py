@@ -87,3 +87,11 @@ def write(title: str, parts: list[dict], path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     return safe_write.write_text(path, render(title, parts))
+
+
+def write_run_folder(title: str, parts: list[dict], path: str | Path) -> Path:
+    """What `tcpvar run` (and sweep, reproduce) leave in a run folder: each
+    figure as its own file (the path its data names) and report.html."""
+    for doc in parts[0]["figures"]:
+        figures.save(doc, doc["path"])
+    return write(title, parts, path)

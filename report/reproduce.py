@@ -1,4 +1,4 @@
-"""Renderings of `tcpvar reproduce` (tcpvar/reproduce.py): each of the
+"""Renderings of `tcpvar reproduce` (pipelines/reproduce.py): each of the
 paper's tables with tcpvar's value beside the paper's in every cell, as
 terminal tables and as Markdown (docs/reproductions.md)."""
 from __future__ import annotations

@@ -129,10 +129,10 @@ def print_runs(summaries: list[dict], as_json: bool, head: dict | None = None) -
     """The end of `tcpvar run` and `tcpvar load`: the JSON document (@head's
     fields, then `runs`), or per run its table (plain text when piped) and
     the lines below it."""
-    from . import export, terminal
+    from . import tabular, terminal
 
     if as_json:
-        terminal.data(export.to_json({**(head or {}), "runs": summaries}))
+        terminal.data(tabular.to_json({**(head or {}), "runs": summaries}))
         return
     for s in summaries:
         if terminal.stdout_is_terminal():

@@ -44,13 +44,8 @@ CONN_COLUMNS = (  # header, alignment
     ("goodput", ">"))
 
 
-# The statistics of each direction that the table shows (conn_rows)
-CONN_STATS = ("packets", "data_packets", "data_bytes", "unique_bytes", "retransmitted_packets",
-              "retransmitted_bytes", "out_of_order_packets", "duplicate_acks", "rto_events",
-              "fast_retransmits", "rtt_avg_ms", "rtt_samples", "throughput_bps", "goodput_bps")
-
-
 def conn_rows(capture: dict):
+    """Two rows a connection: the statistics analyzers.connections.SUMMARY_STATS names."""
     for conn in capture["connections"]:
         for i, direction in enumerate(DIRECTIONS):
             s = conn[direction]

@@ -39,7 +39,7 @@ def _one_line(exc: Exception) -> str:
 
 
 def _views() -> str:
-    return resources.files("tcpvar.analyzers").joinpath("sql/views.sql").read_text()
+    return resources.files("tcpvar.store").joinpath("views.sql").read_text()
 
 
 def _schema() -> str:

@@ -19,7 +19,7 @@ from tcpvar.errors import StoreError
 
 from . import segments
 from .db import Store, _duckdb, added_columns, identifier, own_objects
-from .export import META, from_parquet, is_export
+from .parquet import META, from_parquet, is_export
 
 RUN_REFS = ("run_id",)
 CAPTURE_REFS = ("capture_id", "sender_capture", "bottleneck_capture")

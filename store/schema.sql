@@ -115,7 +115,7 @@ CREATE TABLE IF NOT EXISTS throughput (
 );
 
 -- ---------------------------------------------------------------------------
--- Experiments: `tcpvar run` (kind 'run') and `tcpvar probe` (kind 'probe').
+-- Runs: `tcpvar run` (kind 'run') and `tcpvar probe` sessions (kind 'probe').
 
 CREATE SEQUENCE IF NOT EXISTS run_ids START 1;
 
@@ -149,7 +149,7 @@ CREATE TABLE IF NOT EXISTS flows (
     run_id        INTEGER,
     flow          INTEGER,              -- 1..N in order of start
     role          VARCHAR,              -- 'test' or 'background'
-    cc            VARCHAR,              -- congestion control the sender used
+    cc            VARCHAR,              -- the sender's variant
     src_addr      VARCHAR,              -- sender (iperf3 client)
     src_port      USMALLINT,
     dst_addr      VARCHAR,              -- receiver (iperf3 server)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tcpvar.analysis import AnalyzeOptions, analyze_capture, analyze_captures
+from tcpvar.pipelines.analyze import AnalyzeOptions, analyze_capture, analyze_captures
 from tcpvar.store import Store
 
 # The suite may run under nohup or as a script's background job, where

@@ -115,7 +115,7 @@ def test_warns_of_flows_apart(analyzed, name, interval_ms, pair):
     intervals in which the less active one sends, and --fairness when no
     interval has every flow sending; tshark's data segments are the truth."""
     path = FIXTURES / name
-    doc = analyzed(path, fairness=True, interval_ms=interval_ms, flows=pair, pair=pair)
+    doc = analyzed(path, fairness=True, interval_ms=interval_ms, conns=pair, pair=pair)
     conns = {c["id"]: c for c in doc["connections"]}
     by_conn = {f["conn"]: f for f in doc["fairness"]["flows"]}
     sends = truth.data_bins(path, int(interval_ms * 1e6))

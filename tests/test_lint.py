@@ -8,7 +8,7 @@ from conftest import ROOT
 def test_ruff_clean():
     res = subprocess.run([sys.executable, "-m", "ruff", "check", "--output-format", "concise",
                           "cli", "analyzers", "capture", "ingest", "store", "report", "tcpvar",
-                          "tests", "bench/testbed.py", "bench/probe_bench.py",
+                          "pipelines", "tests", "bench/testbed.py", "bench/probe_bench.py",
                           "bench/many_files.py", "bench/spark.py", "bench/levers.py",
                           "studies"],
                          cwd=ROOT, capture_output=True, text=True)

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from tcpvar.errors import ExitStatus, VmError
-from tcpvar.run import _store_written
+from tcpvar.pipelines.load import store_written
 
 from conftest import tcpvar_main as tcpvar
 from run_helpers import tcpvar_run
@@ -171,12 +171,12 @@ def test_guest_failure_still_stores_what_was_written(run_a, tmp_path):
     shutil.copytree(run["dir"], folder)
     db = tmp_path / "b.duckdb"
     with pytest.raises(VmError) as caught:
-        _store_written(str(db), [str(folder)], VmError("the micro-VM said nothing"), quiet)
+        store_written(str(db), [str(folder)], VmError("the micro-VM said nothing"), quiet)
     assert str(caught.value) == (f"the micro-VM said nothing; what the runs wrote is stored: "
                                  f"run 1 from {folder} (complete)")
     assert rows(db, "runs") == 1
     with pytest.raises(VmError) as caught:      # and when the store cannot take it either
-        _store_written(str(tmp_path), [str(folder)], VmError("the micro-VM said nothing"),
+        store_written(str(tmp_path), [str(folder)], VmError("the micro-VM said nothing"),
                        quiet)
     assert str(caught.value).startswith("the micro-VM said nothing; the run folder is "
                                         "complete but was not stored (store ")

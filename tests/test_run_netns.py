@@ -228,7 +228,7 @@ def test_not_root_is_refused(tmp_path):
     """Everything imported first, then privileges dropped, as for a user."""
     code = ("import difflib, os, sys\n"
             "import tcpvar.cli.main as m, tcpvar.cli.run, tcpvar.capture.params, "
-            "tcpvar.run, tcpvar.report.runs, tcpvar.report.export\n"
+            "tcpvar.pipelines.run, tcpvar.report.runs, tcpvar.report.tabular\n"
             "os.setgid(65534); os.setuid(65534)\n"
             f"sys.exit(m.main(['run', '-q', '--out', '{tmp_path}/r', "
             f"'--db', '{tmp_path}/t.duckdb']))\n")

@@ -13,8 +13,8 @@ from conftest import FIXTURES, error_lines
 from conftest import tcpvar_process as tcpvar
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGE_DIRS = ("tcpvar", "cli", "capture", "artefacts", "ingest", "analyzers", "store",
-                "report", "studies", "hooks", "bench")
+PACKAGE_DIRS = ("tcpvar", "pipelines", "cli", "capture", "artefacts", "ingest", "analyzers",
+                "store", "report", "studies", "hooks", "bench")
 SHELLS = {("os", "system"), ("os", "popen"), ("subprocess", "getoutput"),
           ("subprocess", "getstatusoutput")}
 

@@ -252,9 +252,12 @@ def test_bad_study_is_one_line(tmp_path, text, args, message):
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
-def test_options_need_a_name(tmp_path):
+def test_options_without_a_name_get_one(tmp_path):
+    # the real sweep under a generated name: tests/test_sweep_name.py
     r = tcpvar_main("sweep", "--cc", "cubic", "--dry-run", cwd=tmp_path)
-    assert r.returncode != 0 and "a study needs a name" in r.stderr
+    assert r.returncode == 0, r.stderr
+    assert re.fullmatch(r"sweep: study named cubic-r1-[0-9a-f]{6} \(give --name to choose one\)",
+                        r.stderr.splitlines()[0]), r.stderr
 
 
 def test_compare_bad_input(tmp_path):

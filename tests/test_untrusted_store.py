@@ -170,7 +170,7 @@ def test_a_macro_named_like_a_built_in_is_dropped_when_writable(clean, tmp_path,
 def test_a_replaced_view_is_not_used(clean, tmp_path, truth):
     """conn_stats replaced under its own name, the schema digest in meta left
     as tcpvar wrote it: neither a read-only nor a writable open uses it."""
-    views = (ROOT / "analyzers" / "sql" / "views.sql").read_text()
+    views = (ROOT / "store" / "views.sql").read_text()
     honest = re.search(r"CREATE OR REPLACE VIEW conn_stats AS.*?;", views, re.S)[0]
     forged = honest.replace("sqrt(", "0 * sqrt(")
     db = attacker(clean, tmp_path, forged)

@@ -3,7 +3,7 @@ the capture's bytes in flight beside them and the congestion states shaded;
 RTT samples with the kernel's srtt; the RTO over time with its timeouts."""
 from __future__ import annotations
 
-from . import band, color, empty, finish, one_panel, panels
+from .axes import band, color, empty, finish, one_panel, panels
 
 # the states that change cwnd; Disorder (SACKs or duplicate ACKs seen, cwnd
 # kept) would cover most of a run with SACK and is left unshaded

@@ -2,7 +2,7 @@
 schedule and iperf3's own reports; Jain's index per interval."""
 from __future__ import annotations
 
-from . import color, one_panel
+from .axes import color, one_panel
 
 
 def _per_bin(doc: dict) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from . import color, finish_plain
+from .axes import color, finish_plain
 
 X, Y = "rtt_p95_ms", "iperf3_mbps"
 MARKERS = "os^D"        # the ten colours come round again: the 11th group is a square

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from matplotlib.ticker import EngFormatter
 
-from . import one_panel
+from .axes import one_panel
 
 STYLE = {   # mark -> how its bars are drawn, in this order (retransmissions on top)
     "data": {"color": "0.15", "label": "data segments", "linewidth": 0.8},

@@ -3,7 +3,7 @@ packets beside the window its receiver advertised; the advertised window
 beside the data outstanding."""
 from __future__ import annotations
 
-from . import band, color, one_panel
+from .axes import band, color, one_panel
 
 
 def _steps(ax, rows, i: int, label: str, **style) -> None:

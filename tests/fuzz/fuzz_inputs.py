@@ -69,19 +69,20 @@ with atheris.instrument_imports(include=["tcpvar"]):
 
     from tcpvar.cli.main import main as tcpvar_main
     from tcpvar.errors import TcpvarError
+    from tcpvar.pipelines.report import report_parts
     from tcpvar.report import html
-    from tcpvar.reporting import report_parts
     from tcpvar.store import Store
     # what the commands import when they run: instrumented too
     for _name in ("tcpvar.cli.load", "tcpvar.cli.merge", "tcpvar.cli.query",
                   "tcpvar.cli.analyze", "tcpvar.cli.report", "tcpvar.cli.plot",
-                  "tcpvar.cli.compare", "tcpvar.cli.export", "tcpvar.run", "tcpvar.plot",
-                  "tcpvar.analysis", "tcpvar.ingest.run", "tcpvar.ingest.probe",
+                  "tcpvar.cli.compare", "tcpvar.cli.export", "tcpvar.pipelines.run",
+                  "tcpvar.pipelines.load", "tcpvar.pipelines.plot", "tcpvar.pipelines.report",
+                  "tcpvar.pipelines.analyze", "tcpvar.ingest.run", "tcpvar.ingest.probe",
                   "tcpvar.ingest.iperf", "tcpvar.ingest.capture", "tcpvar.store.merge",
-                  "tcpvar.store.export", "tcpvar.capture.probe.tracefs",
+                  "tcpvar.store.parquet", "tcpvar.capture.probe.tracefs",
                   "tcpvar.report.figures.kernel", "tcpvar.report.figures.rates",
                   "tcpvar.report.figures.tsg", "tcpvar.report.figures.windows",
-                  "tcpvar.report.runs", "tcpvar.report.tables", "tcpvar.report.export",
+                  "tcpvar.report.runs", "tcpvar.report.tables", "tcpvar.report.tabular",
                   "tcpvar.report.compare", "tcpvar.analyzers.compare"):
         try:
             __import__(_name)
@@ -636,8 +637,7 @@ def section(db: Path, folder: Path, c: Choices) -> None:
     """The report's section of the folder, with one of its figures (as
     `tcpvar report` gathers and draws it)."""
     try:
-        with Store(db) as store:
-            parts = report_parts(store, [str(folder)], lambda event: None)
+        parts = report_parts(str(db), [str(folder)], lambda event: None)
     except TcpvarError:
         return
     for part in parts:

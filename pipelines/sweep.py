@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tcpvar.analyzers.compare import KEYS
+from tcpvar.analyzers.runs import complete_study_runs
 from tcpvar.artefacts.checks import read_bounded
 from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.capture.params import MAX_RUNS, RunParams, make_params
@@ -68,6 +69,7 @@ class Study:
     repeat: int = 1
     shard: tuple[int, int] = (1, 1)     # this machine's part i of n (--shard i/n)
     grid: list[dict] | None = None      # the cells, when not the product of values
+    name_generated: bool = False        # no --name, no file: named by generated_name()
 
     def swept(self) -> list[str]:
         """The keys given more than one value."""
@@ -119,8 +121,8 @@ def study_from(name: str | None, file: str | None, given: dict[str, str | None],
     doc: dict = _read_file(file) if file else {}
     name = name or doc.pop("name", None) or (Path(file).stem if file else None)
     doc.pop("name", None)
-    if not name:
-        raise UsageError("a study needs a name: --name NAME, or name = \"...\" in its file")
+    if name is not None and not name.strip():
+        raise UsageError("--name: a study's name cannot be empty")
     repeat = repeat or doc.pop("repeat", 1)
     doc.pop("repeat", None)
     try:
@@ -132,12 +134,41 @@ def study_from(name: str | None, file: str | None, given: dict[str, str | None],
             values[k] = [_one(k, v) for v in split(k, text)]
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise UsageError(f"repeat {repeat!r}: a study repeats every cell 1 or more times")
-    study = Study(name, values, repeat, parse_shard(shard) if shard else (1, 1))
+    study = Study(name or generated_name(values, repeat), values, repeat,
+                  parse_shard(shard) if shard else (1, 1), name_generated=name is None)
     try:
         check_size(study)
     except UsageError as exc:
         raise (InputError(f"{file}: {exc}") if file else exc) from None
     return study
+
+
+NAME_WORDS_MAX = 40     # the readable part of a generated name; the digest follows
+
+
+def generated_name(values: dict[str, list], repeat: int) -> str:
+    """A study's name from its options, for a sweep given no --name: the
+    values given (cc's bare, others after their key) and a digest of the
+    values and repeat. The same values, in any order, give the same name,
+    so the same command resumes its study and every --shard of it shares
+    it; other values give another name."""
+    words = []
+    for key in (k for k in OPTIONS if k in values):
+        texts = [f"{v:g}" if isinstance(v, float) else str(v) for v in values[key]]
+        for text in sorted(set(texts)):
+            text = "".join(c if c.isascii() and c.isalnum() or c == "." else "_"
+                           for c in text.lower().replace(",", "_"))
+            words.append(text if key == "cc" else f"{key.replace('_', '')}{text}")
+    readable = ""
+    for word in words:      # whole words, as many as fit
+        if len(readable) + 1 + len(word) > NAME_WORDS_MAX:
+            break
+        readable = f"{readable}-{word}" if readable else word
+    readable = readable.strip("_.") or "study"
+    same = {k: sorted({str(v) for v in vals}) for k, vals in values.items()}
+    digest = hashlib.sha256(json.dumps({"values": same, "repeat": repeat},
+                                       sort_keys=True).encode()).hexdigest()[:6]
+    return f"{readable}-r{repeat}-{digest}"
 
 
 def check_size(study: Study) -> int:
@@ -257,12 +288,7 @@ def _describe(values: dict) -> str:
 def plan(store, study: Study) -> list[Entry]:
     """Every run of the study, repetition by repetition; those the store
     (None: no store yet) holds complete are marked skipped, with their run_id."""
-    done = {} if store is None else {
-            (c, r): {"run_id": i, "name": n, "dir": d, "status": "complete"}
-            for c, r, i, n, d in store.con.execute(
-                "SELECT cell, repetition, arg_max(run_id, run_id), arg_max(name, run_id), "
-                "arg_max(dir, run_id) FROM runs WHERE study = $1 AND status = 'complete' "
-                "GROUP BY ALL", [study.name]).fetchall()}
+    done = {} if store is None else complete_study_runs(store.con, study.name)
     entries = []
     grid = cells(study)
     i, n = study.shard
@@ -287,11 +313,13 @@ def preview(db_path: str, study: Study) -> SweepOutcome:
 
 
 def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir: Path,
-          boot_timeout_s: float, progress) -> SweepOutcome:
+          boot_timeout_s: float, progress, draw=None) -> SweepOutcome:
     """Run what the store lacks, one capture session per kernel (a stock and
     a patched one boot once each); each session's runs are stored when it
-    ends, also when it ends in Ctrl-C or a failure."""
-    from tcpvar.run import STORE_WAIT_S, RunRequest, execute
+    ends, also when it ends in Ctrl-C or a failure. @draw as for run's
+    execute: what draws each run's report."""
+    from tcpvar.pipelines.load import STORE_WAIT_S
+    from tcpvar.pipelines.run import RunRequest, execute
 
     with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
         entries = plan(store, study)
@@ -312,7 +340,7 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
                                "of": len(todo)}) for e in group]
         req = RunRequest(planned[0].params, backend, kernel, out_dir, boot_timeout_s,
                          plan=planned)
-        result = execute(db_path, req, watch)
+        result = execute(db_path, req, watch, draw)
         outcome.backends.append({"backend": result.backend, "reason": result.reason})
         by_key = {(cell_key(RunParams.from_json(s["params"])), s["repetition"]): s
                   for s in result.summaries}
@@ -332,7 +360,7 @@ def _store_left(store, name: str, entries: list[Entry], out_dir: Path, progress)
     its runs when it ends, so a sweep killed (SIGKILL, a power cut) before
     that left finished runs behind unstored. Stored now, they are skipped
     like any stored run. Whether any was stored."""
-    from tcpvar.run import store_into
+    from tcpvar.pipelines.load import store_into
 
     todo = {(e.cell.key, e.repetition) for e in entries if not (e.skipped or e.elsewhere)}
     left = _left_behind(name, todo, out_dir)

@@ -1,7 +1,7 @@
-"""`tcpvar run`, all stages but presentation: capture a session of runs
-(capture.session), ingest every run folder it wrote into the store and
-summarise each run; and `tcpvar load`, the last two stages for run folders
-written before."""
+"""`tcpvar load` and the storing every pipeline that brings run folders
+into the store shares (run, sweep, plot): load a run folder, build its
+series, and summarise it; a folder the store holds already is summarised
+from there."""
 from __future__ import annotations
 
 import shlex
@@ -10,33 +10,20 @@ from pathlib import Path
 
 import duckdb
 
-from tcpvar import safe_write
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.analyzers.series import build_run_series
-from tcpvar.artefacts.run_folder import FIGURES, REPORT, read_manifest
+from tcpvar.artefacts.run_folder import REPORT, read_manifest
 from tcpvar.capture import probe
-from tcpvar.capture.session import SessionRequest, capture, prepare
 from tcpvar.errors import InputError, StoreError, TcpvarError
 from tcpvar.ingest.run import load_run, stored_run
 from tcpvar.progress import Progress
 from tcpvar.store import Store
-from tcpvar.store.db import check_writable
 
-RunRequest = SessionRequest      # what `tcpvar run` asks for is a capture session
 SERIES_INTERVAL_MS = 1000.0      # iperf3 reports every second: the pcap series matches
-
 
 # runs that end together (two tcpvar run into one --db) store one after the
 # other: each waits this long for the other to let go of the store
 STORE_WAIT_S = 600
-
-
-@dataclass
-class RunOutcome:
-    backend: str
-    reason: str
-    summaries: list[dict]
-    interrupted: bool
 
 
 @dataclass
@@ -48,45 +35,7 @@ class StoredRun:
     error: TcpvarError | None = None
 
 
-def execute(db_path: str, req: RunRequest, progress) -> RunOutcome:
-    """Capture, then store and summarise what the runs wrote, even when the
-    session ended in a failure. The store is opened once the runs are done
-    (a user may query it while the flows run); one that cannot be written
-    fails before anything starts, as does a request that cannot be served."""
-    prepared = prepare(req)
-    check_writable(db_path)
-    session = capture(prepared, progress)
-    written = [str(d) for d in session.run_dirs]
-    summaries = [s.summary for s in _store_written(db_path, written, session.failure,
-                                                     progress)]
-    _write_reports(db_path, summaries, progress)
-    interrupted = session.interrupted or any(s["status"] == "interrupted" for s in summaries)
-    return RunOutcome(session.backend, session.reason, summaries, interrupted)
-
-
-def _write_reports(db_path: str, summaries: list[dict], progress) -> None:
-    """Each run's figures (figures/KIND.png) and report.html into its folder;
-    the summary gets the report's path. A run without a capture to draw
-    gets none, and nothing else changes."""
-    from tcpvar.report import figures, html
-    from tcpvar.reporting import run_outputs
-
-    with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
-        for s in summaries:
-            run_dir = Path(s["dir"])
-            progress(Progress(f"drawing the figures of {run_dir.name}"))
-            try:
-                parts = run_outputs(store, s["run_id"], run_dir)
-                safe_write.inner_folder(run_dir, FIGURES)
-            except TcpvarError:
-                continue
-            for doc in parts[0]["figures"]:
-                figures.save(doc, doc["path"])
-            html.write(s["name"], parts, run_dir / REPORT)
-            _note_report(s)
-
-
-def _note_report(summary: dict) -> None:
+def note_report(summary: dict) -> None:
     """The summary names the run folder's report, when it has one."""
     path = Path(summary["dir"]) / REPORT
     if path.is_file():
@@ -130,14 +79,14 @@ def _store_one(store, r: StoredRun, progress) -> None:
         if run_id is None:
             run_id = store_into(store, r.dir, progress)
         r.summary = run_summary(store.con, run_id)
-        _note_report(r.summary)
+        note_report(r.summary)
     except TcpvarError as exc:
         r.error = exc
     except duckdb.Error as exc:
         r.error = StoreError(f"{r.dir}: cannot be stored: {' '.join(str(exc).split())}")
 
 
-def _store_written(db_path: str, written: list[str], failure, progress) -> list[StoredRun]:
+def store_written(db_path: str, written: list[str], failure, progress) -> list[StoredRun]:
     """Store what the runs wrote, even when they ended in @failure. When the
     runs or the storing failed, raise that error, its message extended by
     the folders that are stored and those to load by hand."""

@@ -20,8 +20,8 @@ from pathlib import Path
 from tcpvar.analyzers.compare import metrics_by_cell
 from tcpvar.capture.params import parse_rate, parse_schedule
 from tcpvar.errors import InputError, UsageError
+from tcpvar.pipelines.sweep import OPTIONS, Study, cells, preview, sweep
 from tcpvar.resources import source_dir
-from tcpvar.study import OPTIONS, Study, cells, preview, sweep
 
 SCALES = ("smoke", "small", "full")
 ROW_KEYS = ("label", "skip", "of")      # a row's or column's keys that are not run options
@@ -323,7 +323,7 @@ class Outcome:
 
 def reproduce(name: str, scale_name: str, only: list[str], *, db_path: str, dry_run: bool,
               backend: str = "auto", out_dir: Path = Path("runs"),
-              boot_timeout_s: float = 180.0, progress=None) -> Outcome:
+              boot_timeout_s: float = 180.0, progress=None, draw=None) -> Outcome:
     repro = load(name)
     scale = repro.scales[scale_name]
     tables = chosen_tables(repro, scale, only)
@@ -332,5 +332,6 @@ def reproduce(name: str, scale_name: str, only: list[str], *, db_path: str, dry_
     if dry_run:
         result = preview(db_path, study)
     else:
-        result = sweep(db_path, study, backend, repro.kernel, out_dir, boot_timeout_s, progress)
+        result = sweep(db_path, study, backend, repro.kernel, out_dir, boot_timeout_s, progress,
+                       draw)
     return Outcome(repro, scale, study, tables, cells_, result)

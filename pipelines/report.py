@@ -9,7 +9,8 @@ from tcpvar.analyzers.connections import capture_info, connections
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.artefacts.run_folder import FIGURES, read_manifest
 from tcpvar.errors import InputError
-from tcpvar.plot import PlotOptions, figure, subject
+from tcpvar.pipelines.plot import PlotOptions, figure, subject
+from tcpvar.store import Store
 
 
 def kinds_for(subj) -> list[str]:
@@ -56,11 +57,23 @@ def _run_facts(s: dict) -> dict:
             "sysctls": "; ".join(f"{k}={v}" for k, v in (m.get("sysctls") or {}).items()
                                  if v is not None),      # None: not in this kernel
             "tcp_probe": (m.get("probe") or {}).get("reason"),
-            "capture drops": m.get("capture_drops"), "folder": s["dir"]}
+            "capture drops": _drops_words(m.get("capture_drops")), "folder": s["dir"]}
 
 
-def report_parts(store, targets, progress) -> list[dict]:
-    return [part(store, t, progress) for t in targets]
+def _drops_words(drops: dict | None) -> str | None:
+    """The manifest's packets tcpdump's kernel buffer dropped, per capture,
+    as words: 'none', or 'sender 0, bottleneck 12' (None: not counted)."""
+    if not drops:
+        return None
+    if all(n == 0 for n in drops.values()):
+        return "none"
+    return ", ".join(f"{name} {'not counted' if n is None else n}" for name, n in drops.items())
+
+
+def report_parts(db_path: str, targets, progress) -> list[dict]:
+    """`tcpvar report`: one section per target, for report.html to draw."""
+    with Store(db_path) as store:
+        return [part(store, t, progress) for t in targets]
 
 
 def run_outputs(store, run_id: int, run_dir: Path) -> list[dict]:

@@ -3,8 +3,10 @@ file into the store, build its series, and gather the results; several
 files at once, one worker thread per file."""
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
@@ -13,12 +15,12 @@ from pathlib import Path
 from typing import Iterator
 
 from tcpvar.analyzers import fairness as fairness_mod
-from tcpvar.analyzers.connections import connections
+from tcpvar.analyzers.connections import capture_counts, connections
 from tcpvar.analyzers.series import build_throughput
-from tcpvar.errors import TcpvarError
+from tcpvar.errors import ExitStatus, TcpvarError
 from tcpvar.ingest.capture import Scan, ScanOptions, ingest, start_scan
 from tcpvar.progress import Progress, Reporter, ignore
-from tcpvar.store.db import one
+from tcpvar.store import Store
 
 
 @dataclass
@@ -27,9 +29,9 @@ class AnalyzeOptions:
     interval_ms: float = 100.0
     force: bool = False
     fairness: bool = False
-    flows: list[int] | None = None          # flows for Jain's index (default: bulk flows)
+    conns: list[int] | None = None          # connections for Jain's index (default: bulk)
     pair: tuple[int, int] | None = None     # (variant, reference) for friendliness
-    stats: tuple[str, ...] | None = None    # the statistics to read back (default all)
+    brief: bool = False     # read back only what a summary table shows (not with fairness)
 
     def __post_init__(self):
         # the scan sums the throughput series at this interval as it reads
@@ -46,9 +48,7 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
     with store.transaction() as con:
         has_series = build_throughput(con, res.capture_id, options.interval_ms, res.series)
     con = store.con
-    cap = one(con, "SELECT link_name, frames, tcp_packets, non_tcp, ip_fragments, "
-                      "too_short, malformed, (last_ns - first_ns) / 1e9, warning "
-                      "FROM captures WHERE capture_id = $1", [res.capture_id])
+    cap = capture_counts(con, res.capture_id)
     doc = {
         "path": res.path,
         "capture_id": res.capture_id,
@@ -64,11 +64,12 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
         "truncated": res.truncated,
         "warning": cap[8],             # the scan's, and the series' (build_throughput)
         "interval_ms": options.interval_ms if has_series else None,
-        "connections": connections(con, res.capture_id, options.stats),
+        "connections": connections(con, res.capture_id,
+                                   options.brief and not (options.fairness or options.pair)),
     }
     if options.fairness or options.pair:
         doc["fairness"] = fairness_mod.fairness(con, res.capture_id, doc["connections"],
-                                                options.flows, options.pair)
+                                                options.conns, options.pair)
     return doc
 
 
@@ -78,6 +79,14 @@ class Outcome:
     path: str
     doc: dict | None = None
     error: TcpvarError | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        """The capture's and its fairness's warnings."""
+        if self.doc is None:
+            return []
+        return [w for w in [self.doc["warning"],
+                            *self.doc.get("fairness", {}).get("warnings", [])] if w]
 
 
 def workers(jobs: int, paths: list[str]) -> int:
@@ -199,3 +208,64 @@ def summary(outcomes: list[Outcome], seconds: float, workers: int) -> dict:
     return {"captures_read": len(read), "packets": packets, "seconds": round(seconds, 3),
             "packets_per_s": round(packets / seconds) if seconds > 0 else None,
             "workers": workers}
+
+
+@dataclass
+class Analysis:
+    """What one `tcpvar analyze` found: each file's outcome in the order given."""
+    outcomes: list[Outcome]
+    summary: dict                   # summary(): how fast the captures were read
+    workers: int
+
+    @property
+    def captures(self) -> list[dict]:
+        return [o.doc for o in self.outcomes if o.doc is not None]
+
+    @property
+    def status(self) -> ExitStatus:
+        """The first failed file's exit status, else OK."""
+        return next((o.error.status for o in self.outcomes if o.error), ExitStatus.OK)
+
+    def to_json(self) -> dict:
+        """`analyze --json` (docs/analyze.md): the speed, each capture, and
+        every connection with the path of its capture."""
+        return {"summary": self.summary,
+                "captures": [{k: v for k, v in c.items() if k != "connections"}
+                             for c in self.captures],
+                "connections": [dict(conn, capture=c["path"]) for c in self.captures
+                                for conn in c["connections"]]}
+
+
+def analyze_files(db_path: str, paths: list[str], options: AnalyzeOptions, jobs: int = 0,
+                  progress: Reporter | None = None, shown=None, plot_dir: str | None = None,
+                  draw=None) -> Analysis:
+    """`tcpvar analyze`: @paths into the store at @db_path, @jobs at once
+    (0: one per core). A single file's error is raised: it is the command's
+    error. Of several, each failed file is its outcome's error and the others
+    go on. @shown(outcome), given by the command, sees each outcome as it
+    completes. With @plot_dir, every figure kind of each capture (with its
+    file under @plot_dir) is handed to @draw(figure), while the store is open."""
+    paths = list(paths)
+    n = workers(jobs, paths)
+    outcomes: list[Outcome] = []
+    taken: set[str] = set()
+    start = time.monotonic()
+    first = start_reading(paths, options, n)          # before the store opens
+    with contextlib.closing(first) if first else contextlib.nullcontext(), \
+            Store(db_path) as store:
+        for outcome in analyze_captures(store, paths, options, n, progress, first):
+            if outcome.error and len(paths) == 1:
+                raise outcome.error
+            outcomes.append(outcome)
+            if shown is not None:
+                shown(outcome)
+            if outcome.doc is not None and plot_dir:
+                _figures(store, outcome.doc, Path(plot_dir), taken, draw)
+    return Analysis(outcomes, summary(outcomes, time.monotonic() - start, n), n)
+
+
+def _figures(store, doc: dict, plot_dir: Path, taken: set[str], draw) -> None:
+    from tcpvar.pipelines.plot import capture_figures
+
+    for fig in capture_figures(store, doc["capture_id"], Path(doc["path"]), plot_dir, taken):
+        draw(fig)

@@ -10,6 +10,7 @@ from pathlib import Path
 from tcpvar import safe_write
 from tcpvar.analyzers import figures
 from tcpvar.errors import InputError, UsageError
+from tcpvar.store import Store
 
 
 @dataclass
@@ -57,7 +58,7 @@ def _stored_folder(store, path: Path, progress) -> int:
         raise InputError(f"{path}: not a run folder (no manifest.json) and not a capture")
     run_id = stored_run(store.con, path)
     if run_id is None:
-        from tcpvar.run import store_into
+        from tcpvar.pipelines.load import store_into
 
         run_id = store_into(store, path, progress)
     return run_id
@@ -69,6 +70,15 @@ def _stored_capture(store, path: Path, progress) -> int:
 
     return stored_capture(store, path) or ingest(store, path, ScanOptions(),
                                                  progress=progress).capture_id
+
+
+def plot(db_path: str, target: str, kind: str, options: PlotOptions,
+         progress) -> tuple[dict, Path]:
+    """`tcpvar plot`: one figure's data for TARGET, stored first when the
+    store lacks it, and the file it goes to when the user names none."""
+    with Store(db_path) as store:
+        subj = subject(store, target, options.conns, progress)
+        return figure(store, subj, kind, options), default_output(subj, kind)
 
 
 def figure(store, subj, kind: str, options: PlotOptions) -> dict:

@@ -26,10 +26,10 @@ from functools import partial
 from importlib import resources
 from pathlib import Path
 
-from tcpvar.analysis import AnalyzeOptions, analyze_capture
 from tcpvar.errors import SparkError, TcpvarError, UsageError
+from tcpvar.pipelines.analyze import AnalyzeOptions, analyze_capture
 from tcpvar.store import Store
-from tcpvar.store.export import META, export
+from tcpvar.store.parquet import META, export
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".gz")
 STAGING = "_staging"            # tasks' unfinished output, inside OUT
@@ -159,7 +159,7 @@ def _session(master: str, tasks: int, progress: bool):
         raise SparkError("java is not installed, needed by Spark (apt-get install "
                          "openjdk-17-jre-headless, or ./bootstrap.sh)")
     # Spark's logging: errors only (its defaults print a screenful of start-up)
-    logging = f"-Dlog4j2.configurationFile=file:{resources.files('tcpvar') / LOG4J}"
+    logging = f"-Dlog4j2.configurationFile=file:{resources.files('tcpvar.pipelines') / LOG4J}"
     try:
         spark = (SparkSession.builder.master(master)
                  .appName(f"tcpvar: {tasks} captures")

@@ -603,7 +603,7 @@ def _java() -> Found:
 
 
 def _dissector() -> Found:
-    from tcpvar import wireshark
+    from tcpvar.pipelines import wireshark
 
     where = wireshark.personal_plugin_dir() / wireshark.LUA_NAME
     if not where.is_file():

@@ -26,9 +26,8 @@ def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | No
     from tcpvar.analyzers.probe import rto_stats, timeouts
     from tcpvar.capture import probe
     from tcpvar.ingest.probe import load_probe
-    from tcpvar.ingest.run_row import insert_run
+    from tcpvar.ingest.run_row import insert_run, new_run_id
     from tcpvar.store import Store
-    from tcpvar.store.db import one
 
     out = Path(out_dir) if out_dir else _default_dir()
     try:
@@ -51,7 +50,7 @@ def record_session(db_path, ports: list[int], addrs: list[str], cookie: int | No
             raise UsageError(f"--dir {out}: cannot create it: {exc.strerror}") from None
         params = {"ports": ports, "addrs": addrs, "cookie": cookie, "duration": duration,
                   "source": source}
-        run_id = one(store.con, "SELECT nextval('run_ids')")[0]
+        run_id = new_run_id(store.con)
         rec.start()
         started_ns = rec.started_ns or time.time_ns()
         if progress:

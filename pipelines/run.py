@@ -1,0 +1,64 @@
+"""`tcpvar run`, all stages but presentation: capture a session of runs
+(capture.session), store and summarise every run folder it wrote (the
+load pipeline), and gather each run's report for the command to draw."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tcpvar import safe_write
+from tcpvar.artefacts.run_folder import FIGURES, REPORT
+from tcpvar.capture.session import SessionRequest, capture, prepare
+from tcpvar.errors import TcpvarError
+from tcpvar.pipelines.load import STORE_WAIT_S, note_report, store_written
+from tcpvar.pipelines.report import run_outputs
+from tcpvar.progress import Progress
+from tcpvar.store import Store
+from tcpvar.store.db import check_writable
+
+RunRequest = SessionRequest      # what `tcpvar run` asks for is a capture session
+
+
+@dataclass
+class RunOutcome:
+    backend: str
+    reason: str
+    summaries: list[dict]
+    interrupted: bool
+
+
+def execute(db_path: str, req: RunRequest, progress, draw=None) -> RunOutcome:
+    """Capture, then store and summarise what the runs wrote, even when the
+    session ended in a failure. The store is opened once the runs are done
+    (a user may query it while the flows run); one that cannot be written
+    fails before anything starts, as does a request that cannot be served.
+    @draw(name, sections, path), given by the command, draws each run's
+    figures and report.html (report/ is presentation: a pipeline hands it
+    data); without it the runs get none."""
+    prepared = prepare(req)
+    check_writable(db_path)
+    session = capture(prepared, progress)
+    written = [str(d) for d in session.run_dirs]
+    summaries = [s.summary for s in store_written(db_path, written, session.failure,
+                                                    progress)]
+    if draw is not None:
+        _write_reports(db_path, summaries, progress, draw)
+    interrupted = session.interrupted or any(s["status"] == "interrupted" for s in summaries)
+    return RunOutcome(session.backend, session.reason, summaries, interrupted)
+
+
+def _write_reports(db_path: str, summaries: list[dict], progress, draw) -> None:
+    """Each run's figures (figures/KIND.png) and report.html into its folder,
+    drawn by @draw; the summary gets the report's path. A run without a
+    capture to draw gets none, and nothing else changes."""
+    with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
+        for s in summaries:
+            run_dir = Path(s["dir"])
+            progress(Progress(f"drawing the figures of {run_dir.name}"))
+            try:
+                parts = run_outputs(store, s["run_id"], run_dir)
+                safe_write.inner_folder(run_dir, FIGURES)
+            except TcpvarError:
+                continue
+            draw(s["name"], parts, run_dir / REPORT)
+            note_report(s)

@@ -1,0 +1,40 @@
+"""What pipelines/analyze.py decides for `tcpvar analyze`: the error policy
+per file and the JSON it assembles, held to tshark's counts."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import FIXTURES, error_lines, tcpvar_main
+
+BAD = FIXTURES / "bad"
+
+
+def _tshark(path, *fields) -> list[str]:
+    args = [a for f in fields for a in ("-e", f)]
+    return subprocess.run(["tshark", "-n", "-r", str(path), "-T", "fields", *args],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def test_one_failing_file_is_the_commands_error(tmp_path):
+    """Alone, a file's error is the command's: one line, its status, and
+    nothing on stdout (no JSON of zero captures)."""
+    res = tcpvar_main("analyze", "--db", tmp_path / "s.duckdb", "--json", BAD / "empty.pcap")
+    assert res.returncode == 3
+    assert res.stdout == ""
+    assert len(error_lines(res.stderr)) == 1 and "empty file" in res.stderr
+
+
+def test_json_gathers_each_capture_and_its_connections(tmp_path):
+    files = [FIXTURES / "ngwa_flows.pcap", FIXTURES / "vlan.pcap"]     # the first: not all TCP
+    res = tcpvar_main("analyze", "--db", tmp_path / "s.duckdb", "--json", "-j", 1, *files)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    frames = [len(_tshark(f, "frame.number")) for f in files]
+    streams = [len(set(_tshark(f, "tcp.stream")) - {""}) for f in files]
+    assert [c["frames"] for c in doc["captures"]] == frames
+    assert all("connections" not in c for c in doc["captures"])
+    per_capture = [sum(c["capture"] == cap["path"] for c in doc["connections"])
+                   for cap in doc["captures"]]
+    assert per_capture == streams
+    assert doc["summary"]["captures_read"] == 2 and doc["summary"]["packets"] == sum(frames)
