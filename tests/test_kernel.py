@@ -728,7 +728,13 @@ def test_spoofed_flood_no_longer_starves_once_the_timeout_passed(guest_hostile):
     assert last and last == [1] * len(last), last      # then the real flow ends too
     assert statistics.median(recovered) > 0.5 * base, (base, recovered[:20])
     final = counters(sp["r1_stats"])
-    assert final["refused"] >= 20000 - 4096 and final["expired"] >= 2000, final
+    # each of the 22,000 forged openings was refused or, admitted, expired;
+    # a flood that outlasts the timeout (it took 120 s in a full suite's
+    # run, 50 s alone) frees the slots of its first half-opens, so refusals
+    # alone need not reach 20,000 - 4096
+    assert final["refused"] + final["expired"] == 22000, final
+    assert final["refused"] > 0 and final["expired"] >= 2000, final
+    assert max(x["flows"] + x["halfopen"] for _, x in series) <= 4096   # the table's size
     assert max(x["flows"] for _, x in series) <= 2001 + 1
 
 
