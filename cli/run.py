@@ -85,7 +85,8 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
       tcpvar run --cc reno --flows 12 --bw 1mbit --wbrto medium
     """
     from tcpvar.capture.params import make_params
-    from tcpvar.pipelines.run import RunRequest, execute
+    from tcpvar.capture.session import SessionRequest
+    from tcpvar.pipelines.run import execute
     from tcpvar.report import html, runs, terminal
 
     params = make_params(cc=cc, rtt_ms=rtt_ms, loss_pct=loss_pct, jitter_ms=jitter_ms,
@@ -94,7 +95,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
                          seed=seed, shaper=shaper, ngwa=ngwa, wbrto=wbrto,
                          wbrto_unit_ms=wbrto_unit_ms)
     with runs.LiveProgress(quiet=quiet) as progress:
-        outcome = execute(db_path, RunRequest(params, backend, kernel, out_dir, boot_timeout),
+        outcome = execute(db_path, SessionRequest(params, backend, kernel, out_dir, boot_timeout),
                           progress, html.write_run_folder)
     runs.print_runs(outcome.summaries, as_json,
                     {"backend": outcome.backend, "reason": outcome.reason})

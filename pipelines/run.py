@@ -16,8 +16,6 @@ from tcpvar.progress import Progress
 from tcpvar.store import Store
 from tcpvar.store.db import check_writable
 
-RunRequest = SessionRequest      # what `tcpvar run` asks for is a capture session
-
 
 @dataclass
 class RunOutcome:
@@ -27,7 +25,7 @@ class RunOutcome:
     interrupted: bool
 
 
-def execute(db_path: str, req: RunRequest, progress, draw=None) -> RunOutcome:
+def execute(db_path: str, req: SessionRequest, progress, draw=None) -> RunOutcome:
     """Capture, then store and summarise what the runs wrote, even when the
     session ended in a failure. The store is opened once the runs are done
     (a user may query it while the flows run); one that cannot be written

@@ -318,8 +318,9 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
     a patched one boot once each); each session's runs are stored when it
     ends, also when it ends in Ctrl-C or a failure. @draw as for run's
     execute: what draws each run's report."""
+    from tcpvar.capture.session import SessionRequest
     from tcpvar.pipelines.load import STORE_WAIT_S
-    from tcpvar.pipelines.run import RunRequest, execute
+    from tcpvar.pipelines.run import execute
 
     with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
         entries = plan(store, study)
@@ -338,7 +339,7 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
         planned = [PlannedRun(e.cell.params, e.repetition,
                               {"name": study.name, "cell": e.cell.key, "index": e.index,
                                "of": len(todo)}) for e in group]
-        req = RunRequest(planned[0].params, backend, kernel, out_dir, boot_timeout_s,
+        req = SessionRequest(planned[0].params, backend, kernel, out_dir, boot_timeout_s,
                          plan=planned)
         result = execute(db_path, req, watch, draw)
         outcome.backends.append({"backend": result.backend, "reason": result.reason})
