@@ -726,6 +726,8 @@ def test_spoofed_flood_no_longer_starves_once_the_timeout_passed(guest_hostile):
     assert statistics.median(starved) < 0.01 * base, (base, starved[:20])
     last = [x["flows"] for t, x in series if marks["end"] - 1 < t < marks["end"]]
     assert last and last == [1] * len(last), last      # then the real flow ends too
+    assert marks["back"] and recovered, \
+        f"the real flow did not move again within {marks['end'] - marks['flood_end']:.0f} s"
     assert statistics.median(recovered) > 0.5 * base, (base, recovered[:20])
     final = counters(sp["r1_stats"])
     # each of the 22,000 forged openings was refused or, admitted, expired;
