@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,3 +105,26 @@ def analyzed(store):
             raise cache[key]
         return cache[key]
     return get
+
+
+@pytest.fixture(scope="session")
+def their_run(tmp_path_factory) -> Path:
+    """A real run's folder (3 s of CUBIC over network namespaces), the
+    material the tests of untrusted input copy and alter as a stranger
+    would."""
+    from run_helpers import tcpvar_run
+
+    rc, doc, err = tcpvar_run(tmp_path_factory.mktemp("theirs"), "--backend", "netns",
+                              "--cc", "cubic", "--rtt", 0, "--buffer", 60, "--duration", 3,
+                              "--bw", "20mbit")
+    assert rc == 0, err
+    return Path(doc["runs"][0]["dir"])
+
+
+def copy_of(run: Path, tmp_path: Path, name: str = "theirs") -> Path:
+    """@run copied to tmp_path/@name as it was handed over: without the
+    report and figures, which commands of the tests write anew."""
+    folder = tmp_path / name
+    shutil.copytree(run, folder, symlinks=True,
+                    ignore=shutil.ignore_patterns("figures", "report.html"))
+    return folder

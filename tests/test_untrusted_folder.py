@@ -16,34 +16,15 @@ import pytest
 
 from tcpvar.errors import ExitStatus, InputError
 
-from conftest import error_lines
+from conftest import copy_of, error_lines
 from conftest import tcpvar_main as tcpvar
-from run_helpers import tcpvar_run
 
-RUN = ("--backend", "netns", "--cc", "cubic", "--rtt", 0, "--buffer", 60, "--duration", 3,
-       "--bw", "20mbit")
 SECRET = "a file of the victim's\n"
 # trace_pipe lines as the stock tracepoint prints them
 TRACE_LINE = ("          iperf3-412     [001] ..s1.   {t:.6f}: tcp_probe: family=AF_INET "
               "src=10.0.1.1:40000 dest=10.0.3.1:5201 mark=0x0 data_len=0 snd_nxt=0x1 "
               "snd_una=0x1 snd_cwnd={cwnd} ssthresh=2147483647 snd_wnd=64240 srtt=100 "
               "rcv_wnd=64240 sock_cookie=2a\n")
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("theirs")
-    rc, doc, err = tcpvar_run(tmp, *RUN)
-    assert rc == 0, err
-    return Path(doc["runs"][0]["dir"])
-
-
-def planted(run_dir: Path, tmp_path: Path, name: str = "theirs") -> Path:
-    folder = tmp_path / name
-    shutil.copytree(run_dir, folder, symlinks=True)
-    shutil.rmtree(folder / "figures")
-    (folder / "report.html").unlink()
-    return folder
 
 
 def victim(tmp_path: Path, name: str = "victim.txt") -> Path:
@@ -76,10 +57,10 @@ def open_folder(command: str, folder: Path, tmp_path: Path):
 
 @pytest.mark.parametrize("command", ["load", "report", "plot"])
 @pytest.mark.parametrize("trace", ["ABSOLUTE", "../victim.txt", "sender.pcap"])
-def test_a_trace_named_by_the_folder_is_not_deleted(run_dir, tmp_path, command, trace):
+def test_a_trace_named_by_the_folder_is_not_deleted(their_run, tmp_path, command, trace):
     """tcp_probe.json names the file to convert and remove: only the name
     a recorder leaves is taken, and the folder is refused in one line."""
-    folder = planted(run_dir, tmp_path)
+    folder = copy_of(their_run, tmp_path)
     target = victim(tmp_path)
     pcap = (folder / "sender.pcap").read_bytes()
     pend(folder, str(target) if trace == "ABSOLUTE" else trace)
@@ -93,10 +74,10 @@ def test_a_trace_named_by_the_folder_is_not_deleted(run_dir, tmp_path, command, 
 
 @pytest.mark.parametrize("link", ["tcp_probe.csv", "manifest.json.tmp", "manifest.json",
                                   "tcp_probe.json"])
-def test_symlinks_in_the_folder_are_not_written_through(run_dir, tmp_path, link):
+def test_symlinks_in_the_folder_are_not_written_through(their_run, tmp_path, link):
     """A pending trace is converted into new files that replace the folder's
     names: a symlink planted at one is replaced, its target unchanged."""
-    folder = planted(run_dir, tmp_path)
+    folder = copy_of(their_run, tmp_path)
     target = victim(tmp_path)
     pend(folder, "tcp_probe.trace", lines=5)
     if link.endswith(".json"):
@@ -116,8 +97,8 @@ def test_symlinks_in_the_folder_are_not_written_through(run_dir, tmp_path, link)
 
 
 @pytest.mark.parametrize("command", ["load", "report", "plot"])
-def test_a_trace_that_is_a_symlink_is_left_alone(run_dir, tmp_path, command):
-    folder = planted(run_dir, tmp_path)
+def test_a_trace_that_is_a_symlink_is_left_alone(their_run, tmp_path, command):
+    folder = copy_of(their_run, tmp_path)
     target = victim(tmp_path)
     pend(folder, "tcp_probe.trace")
     (folder / "tcp_probe.trace").symlink_to(target)
@@ -127,14 +108,14 @@ def test_a_trace_that_is_a_symlink_is_left_alone(run_dir, tmp_path, command):
 
 
 @pytest.mark.parametrize("command, name", [("report", "r.html"), ("plot", "f.png")])
-def test_outputs_replace_a_symlink_never_write_through_it(run_dir, tmp_path, command, name):
+def test_outputs_replace_a_symlink_never_write_through_it(their_run, tmp_path, command, name):
     """-o's target and the temporary file beside it, planted as symlinks."""
     out = tmp_path / "out"
     out.mkdir()
     targets = [victim(tmp_path, "v1"), victim(tmp_path, "v2")]
     (out / name).symlink_to(targets[0])
     (out / f"{name}.tmp").symlink_to(targets[1])
-    res = open_folder(command, run_dir, tmp_path)
+    res = open_folder(command, their_run, tmp_path)
     assert res.returncode == 0, res.stderr
     assert [t.read_text() for t in targets] == [SECRET, SECRET]
     assert not (out / name).is_symlink()
@@ -142,11 +123,11 @@ def test_outputs_replace_a_symlink_never_write_through_it(run_dir, tmp_path, com
     assert head.startswith(b"<!DOCTYPE html>" if command == "report" else b"\x89PNG")
 
 
-def test_a_run_named_with_a_path_is_drawn_in_the_working_folder(run_dir, tmp_path):
+def test_a_run_named_with_a_path_is_drawn_in_the_working_folder(their_run, tmp_path):
     """A run's name from a merged store ('/abs/path/name', '../x') names the
     figure's file, made a bare name in the working folder."""
     db = tmp_path / "s.duckdb"
-    assert tcpvar("load", "-q", "--db", db, run_dir).returncode == 0
+    assert tcpvar("load", "-q", "--db", db, their_run).returncode == 0
     elsewhere = tmp_path / "elsewhere"
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE runs SET name = ?", [f"{elsewhere}/deep/../name"])
@@ -205,11 +186,11 @@ def test_a_run_whose_outputs_cannot_be_written_fails_before_it_starts(tmp_path, 
 @pytest.mark.parametrize("command", [("compare", "--study", "s"),
                                      ("plot", "-q", "throughput", "run:1"),
                                      ("report", "-q", "run:1")])
-def test_a_stored_run_with_malformed_params_is_one_line(run_dir, tmp_path, params, command):
+def test_a_stored_run_with_malformed_params_is_one_line(their_run, tmp_path, params, command):
     """A store is somebody else's too: a run's params of the wrong shape
     name the run and the field, exit 3 (they were internal errors)."""
     db = tmp_path / "s.duckdb"
-    assert tcpvar("load", "-q", "--db", db, run_dir).returncode == 0
+    assert tcpvar("load", "-q", "--db", db, their_run).returncode == 0
     with duckdb.connect(str(db)) as con:
         con.execute("UPDATE runs SET params = ?, study = 's'", [params])
     res = tcpvar(*command, "--db", db, cwd=tmp_path)
@@ -219,7 +200,7 @@ def test_a_stored_run_with_malformed_params_is_one_line(run_dir, tmp_path, param
         "params.ccs: missing" in line
 
 
-def test_planted_folders_and_stores_change_nothing_but_the_outputs(run_dir, tmp_path):
+def test_planted_folders_and_stores_change_nothing_but_the_outputs(their_run, tmp_path):
     """A scratch tree of a stranger's folders and stores, planted with a
     traversal name, symlinks, a column name that is SQL and a macro named
     like a built-in: load, report, plot, merge and query of them change no
@@ -228,9 +209,9 @@ def test_planted_folders_and_stores_change_nothing_but_the_outputs(run_dir, tmp_
     (A --db opened to write is an output: a macro there is dropped.)"""
     victim(tmp_path)
     victim(tmp_path, "victim2.txt")
-    traversal = planted(run_dir, tmp_path, "traversal")
+    traversal = copy_of(their_run, tmp_path, "traversal")
     pend(traversal, "../victim.txt")
-    links = planted(run_dir, tmp_path, "links")
+    links = copy_of(their_run, tmp_path, "links")
     pend(links, "tcp_probe.trace", lines=5)
     for name in ("tcp_probe.csv", "manifest.json.tmp"):
         (links / name).unlink(missing_ok=True)
@@ -238,7 +219,7 @@ def test_planted_folders_and_stores_change_nothing_but_the_outputs(run_dir, tmp_
     (links / "figures").symlink_to(tmp_path)
     copied = tmp_path / "copied"
     theirs = tmp_path / "theirs.duckdb"
-    assert tcpvar("load", "-q", "--db", theirs, run_dir).returncode == 0
+    assert tcpvar("load", "-q", "--db", theirs, their_run).returncode == 0
     column = shutil.copy(theirs, tmp_path / "column.duckdb")
     macro = shutil.copy(theirs, tmp_path / "macro.duckdb")
     for db in (column, macro):
@@ -270,11 +251,11 @@ def test_planted_folders_and_stores_change_nothing_but_the_outputs(run_dir, tmp_
 
 
 @pytest.mark.parametrize("command", ["load", "report", "plot"])
-def test_a_folder_named_in_another_encoding_is_one_line(run_dir, tmp_path, command):
+def test_a_folder_named_in_another_encoding_is_one_line(their_run, tmp_path, command):
     """A folder name that is not UTF-8 (bytes from another system): the
     store keeps names as text; one line, exit 3 (was an internal error)."""
     folder = Path(os.fsdecode(bytes(tmp_path) + b"/run\xff"))
-    shutil.copytree(run_dir, folder)
+    shutil.copytree(their_run, folder)
     res = open_folder(command, folder, tmp_path)
     assert res.returncode == ExitStatus.BAD_INPUT, res.stderr
     (line,) = error_lines(res.stderr)
@@ -282,8 +263,8 @@ def test_a_folder_named_in_another_encoding_is_one_line(run_dir, tmp_path, comma
                          "UTF-8 text; rename it")
 
 
-def test_a_manifest_that_is_a_folder_is_one_line(run_dir, tmp_path):
-    folder = planted(run_dir, tmp_path)
+def test_a_manifest_that_is_a_folder_is_one_line(their_run, tmp_path):
+    folder = copy_of(their_run, tmp_path)
     (folder / "manifest.json").unlink()
     (folder / "manifest.json").mkdir()
     res = open_folder("load", folder, tmp_path)

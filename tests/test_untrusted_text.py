@@ -11,7 +11,6 @@ import io
 import json
 import os
 import pty
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,29 +21,13 @@ from tcpvar.artefacts.checks import MAX_SCHEDULE_STEPS
 from tcpvar.capture.params import MAX_RUNS
 from tcpvar.errors import ExitStatus
 
+from conftest import copy_of
 from conftest import tcpvar_main as tcpvar
-from run_helpers import tcpvar_run
 
-RUN = ("--backend", "netns", "--cc", "cubic", "--rtt", 0, "--buffer", 60, "--duration", 3,
-       "--bw", "20mbit")
 # a terminal's window title set, its screen cleared, Rich markup and a link
 ESCAPES = "\x1b]0;pwned\x07[bold]x[/bold]\x1b[2J\x9b31m[link=https://evil.example]y[/link]"
 ESCAPES_SHOWN = r"\x1b]0;pwned\x07[bold]x[/bold]\x1b[2J\x9b31m[link=https://evil.example]y[/link]"
 MATH = r"$\undefinedcmd{$"          # matplotlib's mathtext fails on it
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("real")
-    rc, doc, err = tcpvar_run(tmp, *RUN)
-    assert rc == 0, err
-    return Path(doc["runs"][0]["dir"])
-
-
-def copied(run_dir: Path, tmp_path: Path, name: str = "theirs") -> Path:
-    folder = tmp_path / name
-    shutil.copytree(run_dir, folder, ignore=shutil.ignore_patterns("figures", "report.html"))
-    return folder
 
 
 def with_manifest(folder: Path, change) -> Path:
@@ -102,23 +85,23 @@ MANIFESTS = {
 
 @pytest.mark.parametrize("case", list(MANIFESTS))
 @pytest.mark.parametrize("name", ["load", "report", "plot"])
-def test_a_malformed_manifest_is_one_line(run_dir, tmp_path, case, name):
+def test_a_malformed_manifest_is_one_line(their_run, tmp_path, case, name):
     change, words = MANIFESTS[case]
-    folder = copied(run_dir, tmp_path)
+    folder = copy_of(their_run, tmp_path)
     deep(folder) if change is None else with_manifest(folder, change)
     res = command(name, folder, tmp_path)
     assert res.returncode == ExitStatus.BAD_INPUT
     one_error(res, f"{folder / 'manifest.json'}: ", words)
 
 
-def test_the_other_folders_still_load(run_dir, tmp_path):
+def test_the_other_folders_still_load(their_run, tmp_path):
     """One bad manifest, iperf3 report and tc-stats.json among good folders:
     each bad one is its line, the good ones are loaded and printed."""
-    bad = [with_manifest(copied(run_dir, tmp_path, "m"), MANIFESTS["no rtt_ms"][0]),
-           copied(run_dir, tmp_path, "i"), copied(run_dir, tmp_path, "t")]
+    bad = [with_manifest(copy_of(their_run, tmp_path, "m"), MANIFESTS["no rtt_ms"][0]),
+           copy_of(their_run, tmp_path, "i"), copy_of(their_run, tmp_path, "t")]
     (bad[1] / "iperf-1.json").write_text(json.dumps({"end": {"sum_sent": {"bytes": "lots"}}}))
     (bad[2] / "tc-stats.json").write_text(json.dumps([{"router": "rl", "drops": [1]}]))
-    good = copied(run_dir, tmp_path, "good")
+    good = copy_of(their_run, tmp_path, "good")
     res = tcpvar("load", "-q", "--json", "--db", tmp_path / "t.duckdb", bad[0], good, *bad[1:])
     assert res.returncode == ExitStatus.BAD_INPUT
     clean(res.stdout, res.stderr)
@@ -141,8 +124,8 @@ def test_the_other_folders_still_load(run_dir, tmp_path):
     ("tc-stats.json", json.dumps([{"bytes": 1e300}]), "[0].bytes: 1e+300 is out of range"),
     ("tc-stats.json", "FIFO", "not a regular file"),
 ])
-def test_a_malformed_side_file_is_one_line(run_dir, tmp_path, file, text, words):
-    folder = copied(run_dir, tmp_path)
+def test_a_malformed_side_file_is_one_line(their_run, tmp_path, file, text, words):
+    folder = copy_of(their_run, tmp_path)
     (folder / file).unlink()
     if text == "FIFO":
         os.mkfifo(folder / file)        # a read of it would wait for ever
@@ -153,10 +136,10 @@ def test_a_malformed_side_file_is_one_line(run_dir, tmp_path, file, text, words)
     one_error(res, f"{folder / file}: ", words)
 
 
-def test_a_malformed_probe_record_is_a_note(run_dir, tmp_path):
+def test_a_malformed_probe_record_is_a_note(their_run, tmp_path):
     """A tcp_probe.csv that cannot be loaded is noted in the run (what was
     captured stays, docs/run.md), in words, not as a failure."""
-    folder = copied(run_dir, tmp_path)
+    folder = copy_of(their_run, tmp_path)
     with open(folder / "tcp_probe.csv", "a") as f:
         f.write("not,numbers\x1b[2J\n")
     res = command("load", folder, tmp_path)
@@ -174,8 +157,8 @@ def escaped(m: dict) -> None:
     m["error"] = "note\nsecond line" + ESCAPES
 
 
-def test_escapes_and_markup_in_a_run_folder_are_shown_as_text(run_dir, tmp_path):
-    folder = with_manifest(copied(run_dir, tmp_path), escaped)
+def test_escapes_and_markup_in_a_run_folder_are_shown_as_text(their_run, tmp_path):
+    folder = with_manifest(copy_of(their_run, tmp_path), escaped)
     db = tmp_path / "t.duckdb"
     res = tcpvar("load", "-q", "--db", db, folder)
     assert res.returncode == 0, res.stderr
@@ -216,10 +199,10 @@ def on_a_terminal(*args) -> tuple[int, str, str]:
     return proc.returncode, out.decode(), err.decode()
 
 
-def test_on_a_terminal_the_rich_table_shows_them_as_text(run_dir, tmp_path):
+def test_on_a_terminal_the_rich_table_shows_them_as_text(their_run, tmp_path):
     """On a terminal Rich draws the run's table with escapes of its own
     (bold headings): none of the folder's reaches it, nor its markup."""
-    folder = with_manifest(copied(run_dir, tmp_path), escaped)
+    folder = with_manifest(copy_of(their_run, tmp_path), escaped)
     rc, out, err = on_a_terminal("load", "-q", "--db", tmp_path / "t.duckdb", folder)
     assert rc == 0, err
     for theirs in ("\x1b]0;", "\x1b[2J", "\x07", "\x9b", "\x1b]8;"):   # 8: a hyperlink
@@ -244,7 +227,7 @@ def test_an_error_quoting_a_path_or_field_has_no_escapes(tmp_path):
 
 # --- figures ---------------------------------------------------------------------------
 
-def test_mathtext_in_a_label_is_drawn_as_text(run_dir, tmp_path):
+def test_mathtext_in_a_label_is_drawn_as_text(their_run, tmp_path):
     """A flow's role in the legend: `$...$` would be mathtext, and this one
     is an error in matplotlib's parser. The figure is drawn and the legend
     holds the role's characters as they are."""
@@ -252,7 +235,7 @@ def test_mathtext_in_a_label_is_drawn_as_text(run_dir, tmp_path):
 
     from tcpvar.report import figures
 
-    folder = with_manifest(copied(run_dir, tmp_path),
+    folder = with_manifest(copy_of(their_run, tmp_path),
                            lambda m: m["flows"][0].update(role=MATH + ESCAPES))
     png = tmp_path / "f.png"
     res = tcpvar("plot", "-q", "--json", "--db", tmp_path / "t.duckdb", "-o", png,
