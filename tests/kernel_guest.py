@@ -389,15 +389,27 @@ def connect(dst: str, port: int = PORT, name: str = "snd") -> socket.socket:
 
 
 def pump(seconds: float, dst="10.0.3.1", port=PORT, stop: threading.Event | None = None):
-    """A connection sending as fast as it can for @seconds, or until @stop."""
+    """A connection sending as fast as it can for @seconds, or until @stop.
+    @stop shuts the socket down, which wakes a send blocked on a shut window
+    or a link that is down (case_fd's waited a minute for its join)."""
     c, buf = connect(dst, port), b"\0" * (1 << 16)
+    if stop is not None:
+        in_thread(_shut_on, stop, c)
     end = time.monotonic() + seconds
     try:
         while time.monotonic() < end and not (stop and stop.is_set()):
             c.sendall(buf)
     except OSError:
-        pass                              # its path went down, on purpose
+        pass                              # its path went down, or @stop, on purpose
     c.close()
+
+
+def _shut_on(stop: threading.Event, c: socket.socket) -> None:
+    stop.wait()
+    try:
+        c.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass                              # closed already: the pump ran its time
 
 
 def bulk(seconds=4, flows=1) -> list[int]:
