@@ -2,7 +2,9 @@
 grouped by any of their parameters, and per group n, the mean and the 95 %
 confidence interval (Student's t, n - 1 degrees of freedom) of each metric
 of sql/run_metrics.sql. Only complete runs count: an interrupted or failed
-run is listed as left out, never averaged in."""
+run is listed as left out, never averaged in. A run whose fidelity check
+failed (analyzers/fidelity.py) is counted and flagged per group, or, with
+faithful_only, left out too."""
 from __future__ import annotations
 
 import math
@@ -11,6 +13,7 @@ import statistics
 from tcpvar.artefacts.checks import stored_params
 from tcpvar.errors import UsageError
 
+from .fidelity import verdicts
 from .sqlfiles import sql
 
 METRICS = ("throughput_mbps", "goodput_mbps", "system_goodput_mbps", "iperf3_mbps",
@@ -41,6 +44,7 @@ KEYS = {
     "wbrto": lambda p: p["wbrto"],
     "wbrto_unit": lambda p: p["wbrto_unit_ms"],
     "seed": lambda p: p["seed"],
+    "clock": lambda p: p.get("clock", "auto"),
 }
 RUN_COLUMNS = ("study", "backend", "kernel")     # keys read from the runs table itself
 
@@ -80,13 +84,22 @@ def select_runs(con, studies: list[str], run_ids: list[int]) -> list[dict]:
     out = [dict(zip(names, r)) for r in rows]
     for r in out:
         r["params"] = stored_params(r["params"], f"run {r['run_id']} of the store") or {}
+    checked = verdicts(con, [r["run_id"] for r in out])
+    for r in out:
+        r["fidelity"] = checked.get(r["run_id"])     # None: never checked
     return out
 
 
-def compare(con, runs: list[dict], keys: list[str]) -> dict:
-    """Per group of @keys: n, the runs, and per metric its mean and the
-    half-width of its 95 % confidence interval (None with one run)."""
-    done = [r for r in runs if r["status"] == "complete"]
+def _left_out(r: dict, faithful_only: bool) -> bool:
+    return r["status"] != "complete" or (faithful_only and r.get("fidelity") == "fail")
+
+
+def compare(con, runs: list[dict], keys: list[str], faithful_only: bool = False) -> dict:
+    """Per group of @keys: n, the runs, those whose fidelity check failed
+    (`unfaithful`), and per metric its mean and the half-width of its 95 %
+    confidence interval (None with one run). With @faithful_only the
+    unfaithful runs are left out, as incomplete ones are."""
+    done = [r for r in runs if not _left_out(r, faithful_only)]
     metrics = _metrics(con, [r["run_id"] for r in done])
     groups: dict[tuple, list[dict]] = {}
     for r in done:
@@ -97,20 +110,30 @@ def compare(con, runs: list[dict], keys: list[str]) -> dict:
         ids = [r["run_id"] for r in members]
         values = {m: [metrics.get(i, {}).get(m) for i in ids] for m in METRICS}
         out.append({"key": dict(zip(keys, key)), "n": len(ids), "runs": ids,
+                    "unfaithful": [r["run_id"] for r in members if r.get("fidelity") == "fail"],
                     **_mean_ci95(values), "values": values})
-    return {"by": keys, "groups": out, "metrics": list(METRICS),
-            "left_out": [{"run_id": r["run_id"], "name": r["name"], "status": r["status"]}
-                         for r in runs if r["status"] != "complete"]}
+    return {"by": keys, "groups": out, "metrics": list(METRICS), "faithful_only": faithful_only,
+            "left_out": [{"run_id": r["run_id"], "name": r["name"], "status": r["status"],
+                          "fidelity": r.get("fidelity")}
+                         for r in runs if _left_out(r, faithful_only)]}
 
 
-def metrics_by_cell(con, study: str) -> dict[str, dict]:
-    """Per cell of a study: its complete runs, and per metric (with iperf3's
-    rate in each interval of a bandwidth schedule, `interval_1`, ..., and a
-    variant's part of the run, `VARIANT:iperf3_mbps` and
-    `VARIANT:utilization_pct`) the mean and the half-width of its 95 %
-    confidence interval."""
+def metrics_by_cell(con, study: str, faithful_only: bool = False) -> dict[str, dict]:
+    """Per cell of a study: its complete runs, those whose fidelity check
+    failed (`unfaithful`: counted, or with @faithful_only left out), and per
+    metric (with iperf3's rate in each interval of a bandwidth schedule,
+    `interval_1`, ..., and a variant's part of the run,
+    `VARIANT:iperf3_mbps` and `VARIANT:utilization_pct`) the mean and the
+    half-width of its 95 % confidence interval."""
     rows = con.execute("SELECT cell, run_id FROM runs WHERE study = $1 AND kind = 'run' "
                        "AND status = 'complete' ORDER BY run_id", [study]).fetchall()
+    failed = {r for r, v in verdicts(con, [r for _, r in rows]).items() if v == "fail"}
+    unfaithful: dict[str, list[int]] = {}
+    for cell, run_id in rows:
+        if run_id in failed:
+            unfaithful.setdefault(cell, []).append(run_id)
+    if faithful_only:
+        rows = [(c, r) for c, r in rows if r not in failed]
     ids = [r for _, r in rows]
     metrics = _metrics(con, ids)
     if ids:
@@ -126,8 +149,10 @@ def metrics_by_cell(con, study: str) -> dict[str, dict]:
     out = {}
     for cell, members in runs.items():
         names = {m for r in members for m in metrics.get(r, {})} - {"run_id"}
-        out[cell] = {"runs": members, **_mean_ci95(
+        out[cell] = {"runs": members, "unfaithful": unfaithful.get(cell, []), **_mean_ci95(
             {m: [metrics.get(r, {}).get(m) for r in members] for m in names})}
+    for cell, left in unfaithful.items():       # every run of the cell left out
+        out.setdefault(cell, {"runs": [], "unfaithful": left, "mean": {}, "ci95": {}})
     return out
 
 

@@ -8,6 +8,7 @@ import json
 from tcpvar.artefacts.checks import stored_params
 from tcpvar.store.db import one
 
+from . import fidelity
 from .fairness import friendliness, jain
 from .sqlfiles import sql
 
@@ -40,6 +41,7 @@ def run_summary(con, run_id: int) -> dict:
     doc["jain"] = _jain(con, doc)
     if doc["params"] and doc["params"].get("mode") == "friendliness":
         doc["friendliness"] = _friendliness(doc["flows"])
+    doc["fidelity"] = fidelity.stored(con, run_id)
     return doc
 
 

@@ -26,15 +26,19 @@ from .options import db_option, json_option
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also draw throughput against the 95th-percentile RTT, a point per run "
                    "and each group's mean with its CI (.png, .svg or .pdf).")
+@click.option("--faithful-only", is_flag=True,
+              help="Leave out the runs whose fidelity check failed (docs/run.md); without it "
+                   "they are counted and flagged.")
 @json_option("Print JSON (docs/compare.md).", format_choice=True)
 @click.option("--csv", "fmt", flag_value="csv", help="Print CSV, one row per group.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print a Markdown table.")
-def compare(studies, run_ids, by, db_path, layout, metric, plot_path, fmt):
+def compare(studies, run_ids, by, db_path, layout, metric, plot_path, faithful_only, fmt):
     """Group complete runs by parameters and give, per group, the number of
     runs and the mean and 95 % confidence interval (Student's t) of
     throughput, goodput, iperf3's rate, retransmitted packets, RTT, Jain's
     index and friendliness against Reno. Interrupted and failed runs are
-    named and left out.
+    named and left out; runs whose fidelity check failed are flagged per
+    group (left out with --faithful-only).
 
     \b
     Examples:
@@ -44,6 +48,7 @@ def compare(studies, run_ids, by, db_path, layout, metric, plot_path, fmt):
       tcpvar compare --study rtts --by cc,rtt --layout variants
       tcpvar compare --study fair --by cc --layout fairness --markdown
       tcpvar compare --study rtts --by cc --plot rtts.png
+      tcpvar compare --study rtts --by cc,rtt --faithful-only
     """
     from tcpvar.analyzers.compare import check_layout, parse_keys, select_runs
     from tcpvar.analyzers.compare import compare as group_runs
@@ -57,7 +62,8 @@ def compare(studies, run_ids, by, db_path, layout, metric, plot_path, fmt):
         figures.check_format(plot_path)
     Store(db_path, read_only=True).close()      # no such store: say so, create none
     with Store(db_path) as store:               # older stores get the study columns
-        doc = group_runs(store.con, select_runs(store.con, list(studies), list(run_ids)), keys)
+        doc = group_runs(store.con, select_runs(store.con, list(studies), list(run_ids)), keys,
+                         faithful_only)
     title = f"{', '.join(studies) or 'runs'} by {', '.join(keys)}"
     if plot_path:
         figures.save({**doc, "kind": "scatter", "title": title}, plot_path)

@@ -5,6 +5,7 @@ in the sender capture."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from tcpvar import __version__
@@ -68,7 +69,7 @@ def load_run(store, run_dir: Path, progress=None) -> int:
                    bottleneck_capture=captures.get("bottleneck"),
                    tcpvar_version=m.get("tcpvar_version") or __version__,
                    study=(m.get("study") or {}).get("name"),
-                   cell=(m.get("study") or {}).get("cell"))
+                   cell=(m.get("study") or {}).get("cell"), **conditions(m))
         for f in m["flows"]:
             _load_flow(c, run_id, f, reports[f["flow"]], captures.get("sender"))
         if qdiscs:
@@ -80,6 +81,43 @@ def load_run(store, run_dir: Path, progress=None) -> int:
         notes.append(str(exc))
         con.execute("UPDATE runs SET error = $2 WHERE run_id = $1", [run_id, "; ".join(notes)])
     return run_id
+
+
+def conditions(m: dict) -> dict:
+    """What the manifest says of the run's conditions, as columns of `runs`
+    (NULL where it says nothing or what it says is not the kind of value
+    tcpvar writes): the packets the captures' kernel buffers dropped,
+    summed; the mean busy fraction of the CPUs during the flows and the
+    fraction of seconds with every CPU saturated; the clock the run ran on."""
+    drops = m.get("capture_drops")
+    counts = list(drops.values()) if isinstance(drops, dict) and drops else []
+    cpu = m.get("cpu") if isinstance(m.get("cpu"), dict) else {}
+    clock = m.get("clock") if isinstance(m.get("clock"), dict) else {}
+    kind = clock.get("kind")
+    return {
+        "capture_drops": sum(counts) if counts and all(_count(n) for n in counts) else None,
+        "cpu_busy_frac": _fraction(cpu.get("busy_frac")),
+        "cpu_saturated_frac": _fraction(cpu.get("saturated_frac")),
+        # a host run (netns) runs on the host's own clock
+        "clock": kind if kind in ("real", "virtual") else
+        "real" if m.get("backend") == "netns" else None,
+        "icount_shift": clock.get("icount_shift") if _count(clock.get("icount_shift"))
+        and clock["icount_shift"] < 64 else None,
+        "dilation": clock.get("dilation") if _number(clock.get("dilation"))
+        and clock["dilation"] > 0 else None,
+    }
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62
+
+
+def _fraction(v) -> float | None:
+    return float(v) if _number(v) and 0 <= v <= 1 else None
 
 
 def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | None) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from tcpvar.analyzers import fidelity
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.analyzers.series import build_run_series
 from tcpvar.artefacts.run_folder import REPORT, read_manifest
@@ -69,7 +70,16 @@ def store_into(store, run_dir: Path, progress) -> int:
     run_id = load_run(store, run_dir)
     with store.transaction() as con:
         build_run_series(con, run_id, SERIES_INTERVAL_MS)
+    check_fidelity(store, run_id, progress)
     return run_id
+
+
+def check_fidelity(store, run_id: int, progress) -> None:
+    """The run's fidelity check, into the store (a run stored before the
+    check gets it when its folder is loaded again)."""
+    progress(Progress(f"checking the fidelity of run {run_id}"))
+    with store.transaction() as con:
+        fidelity.store(con, fidelity.check(con, run_id))
 
 
 def _store_one(store, r: StoredRun, progress) -> None:
@@ -78,6 +88,8 @@ def _store_one(store, r: StoredRun, progress) -> None:
         r.already_stored = run_id is not None
         if run_id is None:
             run_id = store_into(store, r.dir, progress)
+        elif fidelity.stored(store.con, run_id) is None:
+            check_fidelity(store, run_id, progress)
         r.summary = run_summary(store.con, run_id)
         note_report(r.summary)
     except TcpvarError as exc:

@@ -62,10 +62,16 @@ def rows(doc: dict, layout: str = "groups",
         return _variants(doc, metric)
     columns = PAPER_LAYOUTS.get(layout) or [(HEADINGS[m][0], m) for m in shown_metrics(doc)]
     head = [*map(printable, doc["by"]), "n", *(h for h, _ in columns)]
-    body = [[*(_value(v) for v in g["key"].values()), str(g["n"]),
+    body = [[*(_value(v) for v in g["key"].values()), str(g["n"]) + unfaithful_mark(g),
              *(cell(g["mean"][m], g["ci95"][m], HEADINGS[m][1]) for _, m in columns)]
             for g in doc["groups"]]
     return head, body, len(doc["by"])
+
+
+def unfaithful_mark(g: dict) -> str:
+    """After a group's n: how many of its runs failed the fidelity check."""
+    u = len(g.get("unfaithful") or ())
+    return f" ({u} unfaithful)" if u else ""
 
 
 def _variants(doc: dict, metric: str) -> tuple[list[str], list[list[str]], int]:
@@ -87,7 +93,7 @@ def _variants(doc: dict, metric: str) -> tuple[list[str], list[list[str]], int]:
             g = by.get((v, s))
             line.append("—" if g is None else
                         cell(g["mean"][metric], g["ci95"][metric], HEADINGS[metric][1])
-                        + (f" (n={g['n']})" if len(ns) > 1 else ""))
+                        + (f" (n={g['n']})" if len(ns) > 1 else "") + unfaithful_mark(g))
         body.append(line)
     return head, body, 1
 
@@ -112,9 +118,10 @@ def markdown(doc: dict, layout: str = "groups", metric: str = "iperf3_mbps") -> 
 def to_csv(doc: dict) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow([*doc["by"], "n", *(f"{m}_{x}" for m in doc["metrics"] for x in ("mean", "ci95"))])
+    w.writerow([*doc["by"], "n", "unfaithful",
+                *(f"{m}_{x}" for m in doc["metrics"] for x in ("mean", "ci95"))])
     for g in doc["groups"]:
-        w.writerow([*g["key"].values(), g["n"],
+        w.writerow([*g["key"].values(), g["n"], len(g.get("unfaithful") or ()),
                     *(v for m in doc["metrics"] for v in (g["mean"][m], g["ci95"][m]))])
     return buf.getvalue()
 
@@ -123,12 +130,24 @@ def notes(doc: dict) -> list[str]:
     """What the table leaves out, and how to read it."""
     out = ["mean ± half-width of the 95 % confidence interval (Student's t, n − 1 degrees of "
            "freedom); no interval with one run"]
-    if doc["left_out"]:
-        names = ", ".join(f"{r['run_id']} ({printable(r['status'])})"
-                          for r in doc["left_out"][:5])
-        more = len(doc["left_out"]) - 5
+    incomplete = [r for r in doc["left_out"] if r["status"] != "complete"]
+    if incomplete:
+        names = ", ".join(f"{r['run_id']} ({printable(r['status'])})" for r in incomplete[:5])
+        more = len(incomplete) - 5
         out.append(f"left out, not complete: {names}" + (f" and {more} more" if more > 0 else ""))
+    unfaithful = [r for g in doc["groups"] for r in g.get("unfaithful") or ()]
+    left = [r["run_id"] for r in doc["left_out"] if r["status"] == "complete"]
+    if left:
+        out.append(f"left out, their fidelity check failed (--faithful-only): {_ids(left)}")
+    if unfaithful:
+        out.append(f"counted although their fidelity check failed: {_ids(unfaithful)} "
+                   f"(--faithful-only leaves them out)")
     return out
+
+
+def _ids(ids: list[int]) -> str:
+    more = len(ids) - 10
+    return ", ".join(map(str, ids[:10])) + (f" and {more} more" if more > 0 else "")
 
 
 def sweep_table(name: str, entries: list[dict], dry_run: bool = False) -> Table:

@@ -12,8 +12,9 @@ from pathlib import Path
 from tcpvar import safe_write
 
 from . import figures
-from .runs import RUN_COLUMNS, flow_row, run_title, summary_lines
+from .runs import FIDELITY_NAMES, RUN_COLUMNS, fidelity_parts, flow_row, run_title, summary_lines
 from .tables import CONN_COLUMNS, conn_rows
+from .untrusted import printable
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; padding: 0 1em;
@@ -63,7 +64,19 @@ def _run_section(part: dict) -> str:
            _table(RUN_COLUMNS, [flow_row(f) for f in s["flows"]]),
            "<ul class=notes>" + "".join(f"<li>{html.escape(x)}</li>" for x in summary_lines(s))
            + "</ul>"]
+    if s.get("fidelity"):
+        out.append(_fidelity(s["fidelity"], s["backend"]))
     return "\n".join(out)
+
+
+def _fidelity(f: dict, backend) -> str:
+    """The fidelity check: the verdict, and per item its status and what
+    it measured (text of a store: escaped, as all of it)."""
+    statuses = [f[k]["status"] for k in FIDELITY_NAMES]
+    rows = zip(FIDELITY_NAMES.values(), statuses, fidelity_parts(f, backend))
+    return (f"<h3>Fidelity: {html.escape(printable(f['verdict']))}</h3>"
+            + _table(("item", "status", "measured"),
+                     [(a, printable(b), printable(c)) for a, b, c in rows]))
 
 
 def _capture_section(part: dict) -> str:

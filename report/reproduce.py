@@ -7,6 +7,7 @@ from rich import box
 from rich.table import Table
 
 from .compare import cell as mean_ci
+from .compare import unfaithful_mark
 
 
 def _heads(t: dict) -> list[str]:
@@ -28,7 +29,8 @@ def _rows(t: dict) -> list[list[str]]:
             digits = 3 if c["metric"] == "jain" else 1 if isinstance(c["paper"], int) else 2
             line += [paper_value(c["paper"]),
                      mean_ci(got["mean"], got["ci95"], digits) + (f" (n={got['n']})"
-                                                                   if got["n"] > 1 else "")]
+                                                                   if got["n"] > 1 else "")
+                     + unfaithful_mark(c)]
         out.append(line)
     return out
 
@@ -83,7 +85,13 @@ def markdown(doc: dict) -> str:
 
 
 def notes(doc: dict) -> list[str]:
-    return [f"{doc['paper']}, at scale {doc['scale']} (study {doc['study']}):",
+    unfaithful = sorted({r for t in doc["tables"] for row in t["rows"] for c in row["cells"]
+                         for r in c.get("unfaithful") or ()})
+    flagged = [f"runs whose fidelity check failed (docs/run.md): {len(unfaithful)}, "
+               + ("left out (--faithful-only)" if doc.get("faithful_only") else
+                  "counted and marked in their cells (--faithful-only leaves them out)")
+               ] if unfaithful else []
+    return flagged + [f"{doc['paper']}, at scale {doc['scale']} (study {doc['study']}):",
             *(f"  {n}" for n in doc["scaling"]),
             "tcpvar: mean ± half-width of the 95 % confidence interval over the cell's runs "
             "(n when more than one); paper: as printed"

@@ -8,7 +8,7 @@ import time
 from rich import box
 from rich.table import Table
 
-from tcpvar.progress import Progress
+from tcpvar.progress import Progress, span_text
 
 from .tables import ms, si
 from .untrusted import printable
@@ -93,12 +93,68 @@ def summary_lines(s: dict) -> list[str]:
         lost = s["probe_lost"]
         lines.append(f"tcp_probe ({s['probe_source']}): {s['probe_events']} events, "
                      f"{lost} lost")
+    if s.get("fidelity"):
+        lines.append(fidelity_line(s["fidelity"], s["backend"]))
     if s["error"]:
         lines.append(f"note: {s['error']}")
     lines.append(f"artefacts: {s['dir']}")
     if s.get("report"):
         lines.append(f"report: {s['report']} (figures in figures/)")
     return [printable(line) for line in lines]      # variants, notes, paths: from inputs
+
+
+def fidelity_line(f: dict, backend: str | None) -> str:
+    """The fidelity check in one line: its verdict, what failed, and what
+    was measured against what was asked (analyzers/fidelity.py)."""
+    failed = [name for key, name in FIDELITY_NAMES.items() if f[key]["status"] == "fail"]
+    head = f"FAIL ({', '.join(failed)})" if f["verdict"] == "fail" else str(f["verdict"])
+    return f"fidelity: {head} — " + ", ".join(fidelity_parts(f, backend))
+
+
+# the items of the fidelity check, as the summary names them
+FIDELITY_NAMES = {"bottleneck": "bottleneck rate", "rtt": "min RTT", "loss": "loss",
+                  "capture": "capture drops", "probe": "probe losses", "cpu": "CPU"}
+
+
+def _num(x, fmt: str) -> str:
+    return format(x, fmt) if _number(x) else "?"
+
+
+def fidelity_parts(f: dict, backend: str | None) -> list[str]:
+    """Per item of the check, what it measured, as words."""
+    b, r, lo, c, p, cpu = (f[k] for k in ("bottleneck", "rtt", "loss", "capture", "probe", "cpu"))
+    out = []
+    if b["status"] in ("pass", "fail"):
+        steps = len(b["steps"])
+        out.append(f"bottleneck {_num(b['mbps'], '.4g')} of {_num(b['asked_mbps'], '.4g')} "
+                   f"Mbit/s while backlogged" + (f" (the worst of {steps} steps)"
+                                                 if steps > 1 else ""))
+    else:
+        out.append("bottleneck rate not checked (" + (
+            f"queue backlogged for {b['backlogged_departures']} departures only)"
+            if b["status"] == "not applicable" else "no captures)"))
+    out.append(f"min RTT {_num(r['min_ms'], '.4g')} ms (asked {_g(r['asked_ms'])})"
+               if r["min_ms"] is not None else "min RTT unknown")
+    if lo["netem_packets"]:
+        out.append(f"loss {_num(100 * lo['netem_drops'] / lo['netem_packets'], '.3g')} % "
+                   f"(asked {_g(lo['asked_pct'])}; {lo['netem_drops']} of "
+                   f"{lo['netem_packets']} packets)")
+    else:
+        out.append("no loss asked" if lo["status"] == "not applicable" else "loss unknown")
+    out.append("capture drops not counted" if c["drops"] is None else
+               "no capture drops" if c["drops"] == 0 else f"captures dropped {c['drops']} packets")
+    out.append("probe losses unknown" if p["lost"] is None else
+               "no probe loss" if p["lost"] == 0 else
+               f"probe lost {p['lost']} of {p['events']} events")
+    who = "guest CPU" if backend == "vm" else "CPU"
+    if cpu["busy_frac"] is None:
+        out.append(f"{who} not recorded")
+    else:
+        text = f"{who} {_num(100 * cpu['busy_frac'], '.0f')} % busy"
+        if cpu["saturated_frac"]:
+            text += f", saturated {_num(100 * cpu['saturated_frac'], '.0f')} % of the time"
+        out.append(text + (f" ({cpu['clock']} time)" if cpu["clock"] else ""))
+    return out
 
 
 def _j(x) -> str:
@@ -210,8 +266,10 @@ class LiveProgress:
 
             return Text(printable(f"{self.phase}{_count(self.event)} …"))
         left = max(0.0, s["total_s"] - s["elapsed_s"])
+        clock = s.get("clock")      # the micro-VM's: its run's seconds took these of ours
+        pace = f" ({span_text(clock['guest_s'], clock['host_s'])})" if clock else ""
         t = Table(title=f"running: {s['elapsed_s']:.0f} s of {s['total_s']:g} s, "
-                        f"{left:.0f} s left", box=box.SIMPLE, title_justify="left")
+                        f"{left:.0f} s left{pace}", box=box.SIMPLE, title_justify="left")
         for h in ("flow", "cc", "throughput", "cwnd", "RTT ms"):
             t.add_column(h, justify="left" if h == "cc" else "right")
         for f in s["flows"]:

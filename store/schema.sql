@@ -251,3 +251,45 @@ ALTER TABLE probe_events ADD COLUMN IF NOT EXISTS rto_var_us UINTEGER;
 -- stores written before studies: runs get their study and cell columns
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS study VARCHAR;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS cell VARCHAR;
+-- stores written before the fidelity check: what a run's manifest says of
+-- its captures' drops, its CPUs and its clock (NULL: not recorded)
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS capture_drops BIGINT;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS cpu_busy_frac DOUBLE;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS cpu_saturated_frac DOUBLE;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS clock VARCHAR;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS icount_shift INTEGER;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS dilation DOUBLE;
+
+-- The fidelity check of a run (analyzers/fidelity.py, docs/run.md): did the
+-- emulation deliver what was asked? Each item's status is 'pass', 'fail',
+-- 'not applicable' or 'unknown' (its data is missing).
+CREATE TABLE IF NOT EXISTS fidelity (
+    run_id             INTEGER PRIMARY KEY,
+    verdict            VARCHAR,         -- 'pass', 'fail' or 'unknown'
+    reasons            VARCHAR,         -- the failed items, '; ' between them
+    bottleneck_status  VARCHAR,
+    bottleneck_mbps    DOUBLE,          -- delivered while backlogged, worst step
+    bottleneck_asked_mbps DOUBLE,       -- the rate in force in that step
+    backlogged_departures BIGINT,       -- departures with the queue non-empty, all steps
+    bottleneck_steps   JSON,            -- per step of the schedule: t_s, asked_bps, bps, departures, status
+    rtt_status         VARCHAR,
+    rtt_min_ms         DOUBLE,
+    rtt_asked_ms       DOUBLE,
+    rtt_low_ms         DOUBLE,          -- the range the minimum had to fall in
+    rtt_high_ms        DOUBLE,
+    rtt_source         VARCHAR,         -- 'pcap' (sender capture) or 'probe' (min srtt)
+    loss_status        VARCHAR,
+    loss_asked_pct     DOUBLE,
+    netem_packets      BIGINT,          -- packets the forward netem took (sent + dropped)
+    netem_drops        BIGINT,
+    loss_p_value       DOUBLE,          -- two-sided exact binomial test
+    capture_status     VARCHAR,
+    capture_drops      BIGINT,
+    probe_status       VARCHAR,
+    probe_lost         BIGINT,
+    probe_events       BIGINT,
+    cpu_status         VARCHAR,
+    cpu_busy_frac      DOUBLE,
+    cpu_saturated_frac DOUBLE,
+    clock              VARCHAR          -- 'real' or 'virtual'
+);
