@@ -166,6 +166,7 @@ MANIFEST = {
     "created_ns": (_INT, False), "started_ns": (_INT, False), "ended_ns": (_INT, False),
     "probe": (_OBJ, False), "study": (_OBJ, False), "tools": (_OBJ, False),
     "sysctls": (_OBJ, False), "capture_drops": (_OBJ, False),
+    "clock": (_OBJ, False), "cpu": (_OBJ, False), "softnet_dropped": (_INT, False),
 }
 PARAMS = {      # capture/params.py RunParams.to_json()
     "ccs": (_LIST, True), "rtt_ms": (_NUM, True), "loss_pct": (_NUM, True),
@@ -175,6 +176,7 @@ PARAMS = {      # capture/params.py RunParams.to_json()
     "schedule": (_LIST, True), "repeat": (_POS, True), "seed": (_INT, True),
     "shaper": (_TEXT, True), "ngwa_mode": (_INT, False), "wbrto": (_TEXT, False),
     "wbrto_unit_ms": (_INT, True),
+    "clock": (_TEXT, False),            # runs before --clock lack it
 }
 BUFFER = {"text": (_TEXT, True), "packets": (_CNT, False), "bytes": (_CNT, False)}
 STEP = {"t_s": (_NUM, True), "bw_bps": (_NUM, True)}
@@ -186,6 +188,9 @@ FLOW = {        # run_folder.FLOW_KEYS, each with its type
 PROBE = {"source": (_TEXT, False), "reason": (_TEXT, False), "events": (_CNT, False),
          "lost": (_CNT, False), "error": (_TEXT, False)}
 STUDY = {"name": (_TEXT, True), "cell": (_TEXT, True)}
+CLOCK = {"kind": (_TEXT, True), "icount_shift": (_INT, False), "dilation": (_NUM, False),
+         "run_host_s": (_NUM, False)}
+CPU = {"busy_frac": (_NUM, False), "saturated_frac": (_NUM, False), "samples": (_CNT, False)}
 
 
 def check_manifest(path: Path, m) -> dict:
@@ -216,7 +221,7 @@ def _manifest(m: dict) -> None:
     _fields(m, MANIFEST)
     _params(m["params"])
     _flows(m["flows"])
-    for key, spec in (("probe", PROBE), ("study", STUDY)):
+    for key, spec in (("probe", PROBE), ("study", STUDY), ("clock", CLOCK), ("cpu", CPU)):
         if m.get(key) is not None:
             _fields(m[key], spec, key + ".")
     for key in ("tools", "sysctls"):

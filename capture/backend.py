@@ -73,6 +73,11 @@ def _choose(requested: str, params: RunParams, kernel: str | None) -> tuple[str,
                              f"--kernel patched (or patched-debug), or a bzImage built "
                              f"from it")
         return "vm", f"{option} needs the patched kernel, which boots in the micro-VM"
+    if params.clock == "virtual":
+        if requested == "netns":
+            raise UsageError("--clock virtual is the micro-VM's (QEMU's instruction "
+                             "counting): use --backend vm or auto")
+        return "vm", "--clock virtual runs in the micro-VM"
     if kernel is not None:
         if requested == "netns":
             raise UsageError("--kernel chooses the micro-VM's kernel: use --backend vm or auto")

@@ -40,7 +40,8 @@ def main(spec_path: str) -> int:
         run_dir = Path(run["dir"])
         if (run_dir / layout.STOP_FILE).exists():
             break
-        exp = run_of(run, "vm", lambda event: say("progress", **event.to_json()))
+        exp = run_of({**run, "clock": spec.get("clock")}, "vm",
+                     lambda event: say("progress", **event.to_json()))
         try:
             manifest = exp.execute()
         except TcpvarError as exc:      # refused before anything was set up

@@ -9,6 +9,8 @@ from dataclasses import asdict, dataclass, field
 from tcpvar.artefacts.checks import MAX_SCHEDULE_STEPS
 from tcpvar.errors import UsageError
 
+from . import clock as clocks
+
 MODES = ("single", "fairness", "friendliness")
 REFERENCE_CC = "reno"      # the background flow of friendliness runs (the paper's)
 # Table 1 of Callegari et al.: the 13 variants of Linux (HSTCP is `highspeed`)
@@ -136,6 +138,7 @@ class RunParams:
     ngwa_mode: int | None = None       # 1-8, or None: no NGWA (patched kernel only)
     wbrto: str | None = None           # a WBRTO_SCALES key, or None: the stock RTO
     wbrto_unit_ms: int = 1000
+    clock: str = "auto"                # the micro-VM's clock (capture/clock.py)
 
     def flow_plan(self) -> list[Flow]:
         """Who runs what and when: later flows start start_gap_s apart and all
@@ -197,6 +200,7 @@ class RunParams:
         d["buffer_text"] = buf["text"]
         d["schedule"] = [(s["t_s"], s["bw_bps"]) for s in d["schedule"]]
         d.setdefault("jitter_ms", 0.0)      # runs stored before --jitter
+        d.setdefault("clock", "auto")       # and before --clock
         return cls(**d)
 
 
@@ -205,7 +209,7 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
                 duration_s: float, flows: int | None, mode: str, start_gap_s: float | None,
                 schedule: str | None, repeat: int, seed: int, shaper: str = "htb",
                 ngwa: int | None = None, wbrto: str | None = None,
-                wbrto_unit_ms: int = 1000) -> RunParams:
+                wbrto_unit_ms: int = 1000, clock: str = "auto") -> RunParams:
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
@@ -250,6 +254,7 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
         raise UsageError(f"--wbrto {wbrto!r}: one of {', '.join(WBRTO_SCALES)}")
     if not 1 <= wbrto_unit_ms <= 60000:
         raise UsageError(f"--wbrto-unit {wbrto_unit_ms}: must be 1 to 60000 ms")
+    clocks.check(clock)
     bw_bps = steps[0][1] if steps else parse_rate(bw)
     # the queue is sized for the largest rate the path will have
     peak = max([r for _, r in steps] or [bw_bps])
@@ -257,4 +262,5 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
                      buffer=parse_buffer(buffer, peak, rtt_ms), buffer_text=buffer,
                      duration_s=duration_s, flows=flows, mode=mode,
                      start_gap_s=start_gap_s, schedule=steps, repeat=repeat, seed=seed,
-                     shaper=shaper, ngwa_mode=ngwa, wbrto=wbrto, wbrto_unit_ms=wbrto_unit_ms)
+                     shaper=shaper, ngwa_mode=ngwa, wbrto=wbrto, wbrto_unit_ms=wbrto_unit_ms,
+                     clock=clock)

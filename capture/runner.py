@@ -20,7 +20,9 @@ from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TcpvarError, TestbedError
 from tcpvar.progress import Progress, Reporter, ignore
 
+from . import clock as clocks
 from . import nsctl, traffic
+from .cpu import CpuMeter
 from .kernels import loaded_variants
 from .netns import TESTBED_TOOLS, need_root, need_tools, run
 from .params import MTU, Flow, RunParams
@@ -88,8 +90,11 @@ class Run:
     """One run: `execute()` returns the manifest it wrote."""
 
     def __init__(self, params: RunParams, out_dir: Path, tag: str, repetition: int = 1,
-                 backend: str = "netns", progress=None, study: dict | None = None):
+                 backend: str = "netns", progress=None, study: dict | None = None,
+                 clock: dict | None = None):
         self.params = params
+        # the host's own clock (netns), else what the micro-VM runs on
+        self.clock = clock or {**clocks.describe("real"), "dilation": 1.0}
         self.study = study              # a study's run: its name, cell, index of n
         self.dir = Path(out_dir)
         self.tag = tag
@@ -104,6 +109,7 @@ class Run:
                       for f in params.flow_plan()]
         self.manifest: dict = {}
         self.recorder = None
+        self.softnet0: int | None = None
 
     # -- the whole run -----------------------------------------------------
     def execute(self) -> dict:
@@ -133,6 +139,8 @@ class Run:
 
     def _setup(self) -> None:
         p = self.params
+        if self.backend == "vm":
+            _widen_backlog()
         self._phase("building the dumbbell")
         self.net.create(host_sysctls(p), self.progress)
         bdp_pkts = p.bw_bps * p.rtt_ms / 8000 / MTU
@@ -143,8 +151,9 @@ class Run:
         self.manifest["topology"] = {
             "namespaces": list(self.net.namespaces), "bdp_packets": round(bdp_pkts, 1),
             "netem_limit": netem_limit, "offloads_off": list(OFFLOADS),
-            "mtu": MTU}
+            "mtu": MTU, "netdev_max_backlog": int(BACKLOG_SYSCTL.read_text())}
         self.manifest["sysctls"] = self._sysctls()
+        self.softnet0 = softnet_dropped()
         self._phase("starting captures")
         for fe in self.flows:
             f = fe.flow.flow
@@ -181,7 +190,9 @@ class Run:
         ends: list[float] = []          # when each started client should be done
         steps = list(p.schedule[1:])
         stop = threading.Event()
-        sampler = threading.Thread(target=self._sampler, args=(t0, clients, stop), daemon=True)
+        cpu = CpuMeter()
+        sampler = threading.Thread(target=self._sampler, args=(t0, clients, stop, cpu),
+                                   daemon=True)
         sampler.start()
         try:
             while pending or any(c.poll() is None for c in clients.values()):
@@ -204,6 +215,7 @@ class Run:
         finally:
             stop.set()
             sampler.join()
+            self.manifest["cpu"] = cpu.summary()
             self.manifest["flows_ended_ns"] = time.time_ns()
             self.manifest["t0_ns"] = t0_ns
         failed = [f for f, c in clients.items() if c.returncode not in (0, None)]
@@ -219,7 +231,7 @@ class Run:
             report=self.dir / layout.iperf_report(f), log=self.dir / layout.iperf_log(f),
             name=f"client{f}")
 
-    def _sampler(self, t0: float, clients: dict, stop: threading.Event) -> None:
+    def _sampler(self, t0: float, clients: dict, stop: threading.Event, cpu: CpuMeter) -> None:
         """Once a second, a sample for the live display and progress.jsonl;
         in its own thread, as `ss` in N namespaces can take longer than the
         flows' start schedule may wait."""
@@ -228,6 +240,7 @@ class Run:
         tick = 0
         with open(self.dir / layout.PROGRESS, "w") as samples:
             while not stop.wait(1.0):
+                cpu.sample()
                 sample = self._sample(time.monotonic() - t0, dict(clients), last, shown, tick)
                 tick += 1
                 samples.write(json.dumps(sample) + "\n")
@@ -301,6 +314,8 @@ class Run:
         finally:
             left = self.net.close()
             self.manifest["capture_drops"] = self._tcpdump_drops()
+            if self.softnet0 is not None:
+                self.manifest["softnet_dropped"] = softnet_dropped() - self.softnet0
             if left:
                 self.manifest["left_behind"] = left
 
@@ -327,7 +342,7 @@ class Run:
                        "start_s": fe.flow.start_s, "duration_s": fe.flow.duration_s,
                        "src_addr": fe.src, "src_port": fe.sport,
                        "dst_addr": fe.dst, "dst_port": fe.dport} for fe in self.flows],
-            "tools": tool_versions(),
+            "tools": tool_versions(), "clock": self.clock,
             **({"study": {k: self.study[k] for k in ("name", "cell")}} if self.study else {}),
         }
 
@@ -336,6 +351,24 @@ class Run:
 
     def _write_manifest(self) -> None:
         layout.write_manifest(self.dir, self.manifest)
+
+
+# a packet a veth hands on waits in the receiving CPU's backlog, 1000
+# packets by default; in the micro-VM's one vCPU a slow-start burst at a
+# gigabit overflows it, a loss no real path of the dumbbell has
+GUEST_BACKLOG = 100_000
+BACKLOG_SYSCTL = Path("/proc/sys/net/core/netdev_max_backlog")
+SOFTNET_STAT = Path("/proc/net/softnet_stat")
+
+
+def _widen_backlog() -> None:
+    """The guest's backlog wide enough (a global sysctl: the guest is tcpvar's)."""
+    BACKLOG_SYSCTL.write_text(str(GUEST_BACKLOG))
+
+
+def softnet_dropped() -> int:
+    """Packets the kernel dropped from full CPU backlogs, since boot (all CPUs)."""
+    return sum(int(line.split()[1], 16) for line in SOFTNET_STAT.read_text().splitlines())
 
 
 def load_variants(ccs: list[str]) -> None:

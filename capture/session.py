@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,11 +74,13 @@ def _out_folder(path) -> Path:
 
 @dataclass
 class Prepared:
-    """A request that can be served: its runs and their backend."""
+    """A request that can be served: its runs, their folders and backend."""
     req: SessionRequest
     plan: list[PlannedRun]
     backend: str
     reason: str                       # why this backend, in one line
+    tag: str = ""
+    runs: list[dict] = field(default_factory=list)    # the guest's spec of each run
 
 
 def prepare(req: SessionRequest) -> Prepared:
@@ -85,7 +88,20 @@ def prepare(req: SessionRequest) -> Prepared:
     anything is made (not root, a missing tool, an unknown variant)."""
     plan = req.planned()
     chosen, reason = _backend(req, plan)
-    return Prepared(req, plan, chosen, reason)
+    tag = new_tag()
+    out_dir = Path(req.out_dir).resolve()
+    runs = []
+    for i, p in enumerate(plan, 1):     # numbered through the session (-r1, -r2, ...)
+        ccs = [f.cc for f in p.params.flow_plan()]
+        runs.append({"dir": str(out_dir / layout.folder_name(p.params.mode, ccs, tag, i)),
+                     "tag": f"{tag}{i}", "repetition": p.repetition,
+                     "params": p.params.to_json(), "study": p.study})
+    return Prepared(req, plan, chosen, reason, tag, runs)
+
+
+def planned_dirs(prepared: Prepared) -> list[Path]:
+    """The folders the session's runs will write (a stop file there ends them)."""
+    return [Path(r["dir"]) for r in prepared.runs]
 
 
 def capture(prepared: Prepared, progress) -> Session:
@@ -98,13 +114,7 @@ def capture(prepared: Prepared, progress) -> Session:
     for r in owners.reap():
         progress(Progress(str(r)))
     session = Session(chosen, reason)
-    tag = new_tag()
-    runs = []
-    for i, p in enumerate(plan, 1):     # numbered through the session (-r1, -r2, ...)
-        ccs = [f.cc for f in p.params.flow_plan()]
-        runs.append({"dir": str(out_dir / layout.folder_name(p.params.mode, ccs, tag, i)),
-                     "tag": f"{tag}{i}", "repetition": p.repetition,
-                     "params": p.params.to_json(), "study": p.study})
+    tag, runs = prepared.tag, prepared.runs
     try:
         if chosen == "netns":
             _on_host(runs, progress)
@@ -132,16 +142,22 @@ def check_variants(needed: list[str], offered: set[str] | None, kernel: str) -> 
 def _backend(req: SessionRequest, plan: list[PlannedRun]) -> tuple[str, str]:
     """One backend for every run of the session: the micro-VM when any run
     needs it."""
+    if len({p.params.clock for p in plan}) > 1:     # one boot, one clock
+        raise UsageError("the runs of one session share one --clock")
     distinct = {json.dumps(p.params.to_json(), sort_keys=True): p.params for p in plan}
     choices = [backends.choose(req.backend, params, req.kernel)
                for params in distinct.values()]
     return next((c for c in choices if c[0] == "vm"), choices[0])
 
 
+_PREPARING = threading.Lock()
+
+
 def run_of(run: dict, backend: str, progress) -> Run:
     """The Run of one entry of a session's runs (on the host or in the guest)."""
     return Run(RunParams.from_json(run["params"]), Path(run["dir"]), run["tag"],
-               run["repetition"], backend=backend, progress=progress, study=run.get("study"))
+               run["repetition"], backend=backend, progress=progress, study=run.get("study"),
+               clock=run.get("clock"))
 
 
 def _on_host(runs: list[dict], progress) -> None:
@@ -158,20 +174,22 @@ def _in_vm(req: SessionRequest, plan: list[PlannedRun], runs: list[dict], out_di
     from . import kernels, probe, vm
 
     patched = any(p.params.needs_patched_kernel for p in plan)
-    kernel = kernels.resolve(req.kernel or ("patched" if patched else "stock"), progress)
-    check_variants(sorted({c for p in plan for c in p.params.needed_ccs()}),
-                   kernel.variants(), kernel.kind)
-    probe.prepare()     # the guest sees the host's files read-only: build before boot
+    spec = {"runs": runs, "path": []}
+    with _PREPARING:    # sessions side by side fetch and build into one cache
+        kernel = kernels.resolve(req.kernel or ("patched" if patched else "stock"), progress)
+        check_variants(sorted({c for p in plan for c in p.params.needed_ccs()}),
+                       kernel.variants(), kernel.kind)
+        probe.prepare()     # the guest sees the host's files read-only: build before boot
+        if any(p.params.ngwa_mode is not None for p in plan):
+            from .kernel_build import patched_tc
+
+            # Debian's tc with the ngwa qdisc, first on the guest's PATH
+            spec["path"].append(str(patched_tc(build=True, progress=progress).parent))
     for run in runs:
         Path(run["dir"]).mkdir(parents=True, exist_ok=True)
-    spec = {"runs": runs, "path": []}
-    if any(p.params.ngwa_mode is not None for p in plan):
-        from .kernel_build import patched_tc
-
-        # Debian's tc with the ngwa qdisc, first on the guest's PATH
-        spec["path"].append(str(patched_tc(build=True, progress=progress).parent))
     try:
-        vm.run_session(kernel, spec, out_dir, tag, progress, req.boot_timeout_s)
+        vm.run_session(kernel, spec, out_dir, tag, progress, req.boot_timeout_s,
+                       plan[0].params.clock)
     finally:
         for run in runs:
             with contextlib.suppress(OSError):  # the folders of runs the guest never started

@@ -21,10 +21,11 @@ from pathlib import Path
 
 from tcpvar import tools
 from tcpvar.artefacts import run_folder as layout
-from tcpvar.errors import TestbedError, VmError
-from tcpvar.progress import Progress
+from tcpvar.errors import TcpvarError, TestbedError, VmError
+from tcpvar.progress import Progress, span_text
 from tcpvar.resources import cache_dir
 
+from . import clock as clocks
 from . import owners
 from .kernels import Kernel
 
@@ -161,11 +162,15 @@ class Guest:
 
 def vng_args(image: Path, command: list[str], kvm: bool, name: str,
              rw_dir: Path | None = None, append: list[str] = (),
-             kernel_log: bool = False) -> list[str]:
-    """The vng command line that boots @image and runs @command in the guest;
-    @kernel_log puts the kernel's messages on the console too."""
-    args = [tools.find("vng") or "vng", "--name", name, "-r", str(image), "--cpus", str(VM_CPUS),
+             kernel_log: bool = False, clock: str = "real") -> list[str]:
+    """The vng command line that boots @image and runs @command in the guest
+    on @clock (real or virtual, capture/clock.py); @kernel_log puts the
+    kernel's messages on the console too."""
+    cpus = clocks.VIRTUAL_CPUS if clock == "virtual" else VM_CPUS
+    args = [tools.find("vng") or "vng", "--name", name, "-r", str(image), "--cpus", str(cpus),
             "--memory", VM_MEMORY]
+    for option in clocks.qemu_options(clock):
+        args += ["--qemu-opts", option]
     if kernel_log:
         args.append("--verbose")
     if rw_dir is not None:
@@ -184,14 +189,15 @@ def guest_env(args: list[str]) -> dict:
                                                   os.environ.get("PATH", "")]))
 
 
-def _session_args(kernel: Kernel, out_dir: Path, spec: Path, name: str, kvm: bool) -> list[str]:
+def _session_args(kernel: Kernel, out_dir: Path, spec: Path, name: str, kvm: bool,
+                  clock: str) -> list[str]:
     # a kernel with the extended tracepoint is recorded through tracefs:
     # switching the event on at run time patches kernel text (text_poke_bp),
     # which under TCG with two vCPUs now and then oopses; on from boot, the
     # recorder's start and stop patch nothing
     append = ["trace_event=tcp:tcp_probe"] if kernel.kind != "stock" else []
     return vng_args(kernel.image, [sys.executable, "-m", "tcpvar.capture.guest", str(spec)],
-                    kvm, name, out_dir, append)
+                    kvm, name, out_dir, append, clock=clock)
 
 
 def decide_kvm(progress) -> bool | None:
@@ -208,36 +214,43 @@ def decide_kvm(progress) -> bool | None:
 
 
 def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
-                boot_timeout: float) -> dict:
+                boot_timeout: float, clock: str = "auto") -> dict:
     """Boot once, carry out every run of @spec; returns the guest's 'ready'
-    message (kernel release, whether KVM was used)."""
+    message (kernel release, whether KVM was used, the clock). Virtual time
+    needs TCG, so `--clock virtual` never tries KVM; @boot_timeout is in the
+    guest's seconds."""
     spec_path = out_dir / f".tcpvar-vm-{tag}.json"
-    spec_path.write_text(json.dumps(spec))
     log = out_dir / f".tcpvar-vm-{tag}.log"
     name = f"tcpvar-{tag}"
+
+    def attempt(kvm: bool, timeout: float, log: Path):
+        chosen = clocks.resolve(clock, kvm)
+        spec_path.write_text(json.dumps({**spec, "clock": clocks.describe(chosen)}))
+        return (*boot(_session_args(kernel, out_dir, spec_path, name, kvm, chosen), log,
+                      clocks.host_limit(timeout, chosen), tag), chosen)
+
     try:
-        kvm = decide_kvm(progress)
+        kvm = False if clock == "virtual" else decide_kvm(progress)
         guest, ready = None, None
         if kvm is not False:
             progress(Progress("booting the micro-VM (trying KVM)"))
             trial = min(boot_timeout, KVM_TRIAL_S)
-            guest, ready, _ = boot(_session_args(kernel, out_dir, spec_path, name, True),
-                                   log.with_suffix(".kvm.log"), trial, tag)
+            guest, ready, _, chosen = attempt(True, trial, log.with_suffix(".kvm.log"))
             if ready is not None:
                 kvm = True
                 _remember_kvm(True)
         if ready is None:
-            progress(Progress("booting the micro-VM (TCG)"))
-            guest, ready, why = boot(_session_args(kernel, out_dir, spec_path, name, False),
-                                     log, boot_timeout, tag)
+            progress(Progress(f"booting the micro-VM (TCG, "
+                              f"{clocks.resolve(clock, False)} time)"))
+            guest, ready, why, chosen = attempt(False, boot_timeout, log)
             if ready is None:
                 raise VmError(f"the micro-VM {why} (kernel {kernel.image}; console: {log})")
             if kvm is None and trial == KVM_TRIAL_S:   # TCG booted where KVM did not
                 _remember_kvm(False)
             kvm = False
-        ready["kvm"] = kvm
+        ready.update(kvm=kvm, clock=chosen)
         try:
-            _follow(guest, progress, spec)
+            _follow(guest, progress, spec, chosen)
         finally:
             guest.kill()
         return ready
@@ -250,8 +263,11 @@ def _event(msg: dict) -> Progress:
     if msg["kind"] == "progress":
         return Progress.from_json({k: v for k, v in msg.items() if k != "kind"})
     if msg["kind"] == "done":
+        span = msg.get("clock")
         return Progress(f"run finished: {msg['status']}"
-                        + (f" ({msg['error']})" if msg.get("error") else ""))
+                        + (f" ({msg['error']})" if msg.get("error") else "")
+                        + (f"; {span_text(span['guest_s'], span['host_s'])}"
+                           if span else ""))
     return Progress(f"the micro-VM says: {msg}")
 
 
@@ -301,20 +317,58 @@ def _udev_hint() -> str:
     return ""
 
 
-def _follow(guest: Guest, progress, spec: dict) -> None:
-    """Relay the guest's progress until it ends. Ctrl-C asks the guest to
-    stop (so its captures are closed properly) before the VM goes."""
+class _Span:
+    """Host and guest seconds of the run in progress, from the guest's
+    samples (each says how long its flows have run, in guest seconds):
+    the dilation."""
+
+    def __init__(self):
+        self.first: tuple[float, float] | None = None    # (host, guest) at its first sample
+        self.last: tuple[float, float] | None = None
+
+    def see(self, msg: dict) -> dict | None:
+        """The clock's figures so far for a running sample, else None."""
+        if msg.get("kind") != "progress" or msg.get("phase") != "running" \
+                or not isinstance(msg.get("done"), (int, float)):
+            return None
+        now = (time.monotonic(), float(msg["done"]))
+        self.first = self.first or now
+        self.last = now
+        return self.figures()
+
+    def figures(self) -> dict | None:
+        if self.first is None or self.last[1] - self.first[1] < 1.0:
+            return None
+        host, guest = self.last[0] - self.first[0], self.last[1] - self.first[1]
+        return {"guest_s": round(guest, 2), "host_s": round(host, 2),
+                "dilation": round(host / guest, 3)}
+
+
+def _follow(guest: Guest, progress, spec: dict, clock: str) -> None:
+    """Relay the guest's progress until it ends, with each run's dilation;
+    once a run is done its manifest gets the dilation (the guest has closed
+    it). Ctrl-C asks the guest to stop (so its captures are closed
+    properly) before the VM goes."""
+    silence = clocks.host_limit(SILENCE_S, clock)
+    span = _Span()
     try:
         while True:
             try:
-                msg = guest.next(SILENCE_S)
+                msg = guest.next(silence)
             except queue.Empty:
-                raise VmError(f"the micro-VM said nothing for {SILENCE_S} s; "
+                raise VmError(f"the micro-VM said nothing for {silence:g} s; "
                               f"stopped it") from None
             if msg is None:
                 return
             if msg["kind"] == "error":
                 raise TestbedError(f"in the micro-VM: {msg['message']}")
+            figures = span.see(msg)
+            if figures is not None:
+                msg.setdefault("data", {})["clock"] = {"kind": clock, **figures}
+            if msg["kind"] == "done":
+                _note_dilation(Path(msg["dir"]), clock, span.figures())
+                msg["clock"] = span.figures()
+                span = _Span()
             progress(_event(msg))
     except KeyboardInterrupt:
         for run in spec["runs"]:
@@ -329,3 +383,16 @@ def _follow(guest: Guest, progress, spec: dict) -> None:
             except KeyboardInterrupt:
                 break
         raise
+
+
+def _note_dilation(run_dir: Path, clock: str, figures: dict | None) -> None:
+    """The run's dilation into its manifest (capture/clock.py)."""
+    if figures is None:
+        return
+    try:
+        manifest = layout.read_manifest(run_dir)
+    except TcpvarError:
+        return
+    manifest["clock"] = {**clocks.describe(clock), **(manifest.get("clock") or {}),
+                         "dilation": figures["dilation"], "run_host_s": figures["host_s"]}
+    layout.write_manifest(run_dir, manifest)

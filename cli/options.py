@@ -42,6 +42,19 @@ backend_option = click.option(
     help="netns: the host kernel; vm: a QEMU micro-VM; auto: netns when the host kernel has "
          "what the run needs.")
 
+# The micro-VM's clock (capture/clock.py), for run, sweep and reproduce.
+clock_option = click.option(
+    "--clock", type=click.Choice(["auto", "real", "virtual"]),
+    help="The micro-VM's clock. virtual: QEMU's instruction counting (TCG), so results do "
+         "not depend on the host's speed or load, at the cost of wall time; real: the "
+         "host's; auto: real under KVM, else virtual  [default: auto]")
+
+# Micro-VMs side by side (tcpvar sweep and reproduce).
+jobs_option = click.option(
+    "--jobs", "-j", type=click.IntRange(1, 64), metavar="N",
+    help="Sessions (micro-VMs) side by side. Runs on virtual time cannot disturb each "
+         "other  [default: the host's cores on virtual time, else 1]")
+
 # One set of choices wherever a kernel is taken: capture/kernels.resolve reads them.
 kernel_option = click.option(
     "--kernel", metavar="stock|patched|patched-debug|PATH",
@@ -56,8 +69,9 @@ def session_options(command):
     reproduce)."""
     for option in reversed((
         click.option("--boot-timeout", default=180.0, show_default=True,
-                     type=Finite(min=0, min_open=True),
-                     metavar="S", help="Give up on a micro-VM that has not booted by then."),
+                     type=Finite(min=0, min_open=True), metavar="S",
+                     help="Give up on a micro-VM that has not booted by then (seconds of "
+                          "its own clock)."),
         click.option("--out", "out_dir", default="runs", show_default=True,
                      type=click.Path(file_okay=False), help="Folder the run folders go into."),
         db_option(),

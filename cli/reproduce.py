@@ -5,27 +5,40 @@ import click
 
 from tcpvar.errors import ExitStatus
 
-from .options import backend_option, json_option, quiet_option, session_options
+from .options import (
+    backend_option,
+    clock_option,
+    jobs_option,
+    json_option,
+    quiet_option,
+    session_options,
+)
 
 
 @click.command(short_help="Reproduce a seed paper's tables, the paper's numbers beside.")
 @click.argument("study", metavar="STUDY")
 @click.option("--scale", default="small", show_default=True,
-              type=click.Choice(["smoke", "small", "full"]),
+              type=click.Choice(["smoke", "small", "full", "paper"]),
               help="How far rates, durations, repeats (and, for smoke, variants and "
-                   "columns) are cut down; the output says what changed.")
+                   "columns) are cut down; paper keeps the paper's rates on virtual time. "
+                   "The output says what changed.")
 @click.option("--table", "only", multiple=True, metavar="ID",
               help="Only this table of the paper (repeatable; default: the scale's).")
 @backend_option
+@clock_option
+@jobs_option
 @session_options
+@click.option("--faithful-only", is_flag=True,
+              help="Leave out of the means the runs whose fidelity check failed (docs/run.md); "
+                   "without it they are counted and marked.")
 @click.option("--dry-run", is_flag=True,
               help="Show the tables and the runs they need, with what the store holds; "
                    "run none.")
 @json_option("Print JSON (docs/reproduce.md).", format_choice=True)
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print Markdown tables.")
 @quiet_option()
-def reproduce(study, scale, only, backend, boot_timeout, out_dir, db_path, dry_run, fmt,
-              quiet):
+def reproduce(study, scale, only, backend, clock, jobs, boot_timeout, out_dir, db_path,
+              faithful_only, dry_run, fmt, quiet):
     """Run the study behind a seed paper's tables and print each table with
     tcpvar's mean and 95 % confidence interval beside the paper's value.
 
@@ -41,6 +54,7 @@ def reproduce(study, scale, only, backend, boot_timeout, out_dir, db_path, dry_r
       tcpvar reproduce callegari2011 --scale smoke
       tcpvar reproduce callegari2011 --table 8 --table 9
       tcpvar reproduce callegari2011 --scale full --dry-run
+      tcpvar reproduce callegari2011 --scale paper --table 3 --jobs 2
       tcpvar reproduce wbrto --scale smoke
       tcpvar reproduce callegari2011 --markdown > callegari.md
     """
@@ -54,7 +68,8 @@ def reproduce(study, scale, only, backend, boot_timeout, out_dir, db_path, dry_r
     with runs.LiveProgress(quiet=quiet or dry_run) as progress:
         outcome = run_it(study, scale, list(only), db_path=db_path, dry_run=dry_run,
                          backend=backend, out_dir=Path(out_dir), boot_timeout_s=boot_timeout,
-                         progress=progress, draw=html.write_run_folder)
+                         progress=progress, draw=html.write_run_folder, clock=clock,
+                         jobs=jobs, faithful_only=faithful_only)
     if Path(db_path).exists():
         with Store(db_path, read_only=True) as store:
             doc = outcome.doc(store.con)

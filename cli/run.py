@@ -5,7 +5,14 @@ import click
 
 from tcpvar.errors import ExitStatus
 
-from .options import backend_option, json_option, kernel_option, quiet_option, session_options
+from .options import (
+    backend_option,
+    clock_option,
+    json_option,
+    kernel_option,
+    quiet_option,
+    session_options,
+)
 
 
 @click.command(short_help="Run iperf3 flows over an emulated path; capture, probe, summarise.")
@@ -44,6 +51,7 @@ from .options import backend_option, json_option, kernel_option, quiet_option, s
               help="Seed of the run's port choice, recorded with the run.")
 @backend_option
 @kernel_option
+@clock_option
 @click.option("--ngwa", type=click.IntRange(1, 8), metavar="MODE",
               help="NGWA mode 1-8 (Talau & Wille, Table 1) on every host, and the ngwa "
                    "qdisc as the bottleneck queue. Needs the patched kernel.")
@@ -56,7 +64,7 @@ from .options import backend_option, json_option, kernel_option, quiet_option, s
 @json_option("Print JSON (docs/run.md) instead of tables.")
 @quiet_option()
 def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, start_gap_s,
-        bw_schedule, shaper, repeat, seed, backend, kernel, ngwa, wbrto, wbrto_unit_ms,
+        bw_schedule, shaper, repeat, seed, backend, kernel, clock, ngwa, wbrto, wbrto_unit_ms,
         boot_timeout, out_dir, db_path, as_json, quiet):
     """Run iperf3 flows over an emulated dumbbell and summarise them.
 
@@ -81,6 +89,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
       tcpvar run --cc vegas --mode friendliness --json
       tcpvar run --cc htcp --bw-schedule 0:20mbit,20:10mbit,40:20mbit --duration 60
       tcpvar run --cc cubic --kernel patched --backend vm
+      tcpvar run --cc cubic --rtt 100 --bw 1gbit --clock virtual
       tcpvar run --cc reno --mode fairness --ngwa 5 --buffer 100
       tcpvar run --cc reno --flows 12 --bw 1mbit --wbrto medium
     """
@@ -93,7 +102,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
                          bw=bw, buffer=buffer, duration_s=duration_s, flows=flows, mode=mode,
                          start_gap_s=start_gap_s, schedule=bw_schedule, repeat=repeat,
                          seed=seed, shaper=shaper, ngwa=ngwa, wbrto=wbrto,
-                         wbrto_unit_ms=wbrto_unit_ms)
+                         wbrto_unit_ms=wbrto_unit_ms, clock=clock or "auto")
     with runs.LiveProgress(quiet=quiet) as progress:
         outcome = execute(db_path, SessionRequest(params, backend, kernel, out_dir, boot_timeout),
                           progress, html.write_run_folder)

@@ -5,7 +5,15 @@ import click
 
 from tcpvar.errors import ExitStatus
 
-from .options import backend_option, json_option, kernel_option, quiet_option, session_options
+from .options import (
+    backend_option,
+    clock_option,
+    jobs_option,
+    json_option,
+    kernel_option,
+    quiet_option,
+    session_options,
+)
 
 
 def _listed(name: str, metavar: str, text: str):
@@ -41,13 +49,15 @@ def _listed(name: str, metavar: str, text: str):
                    "across machines; bring the stores together with tcpvar merge.")
 @backend_option
 @kernel_option
+@clock_option
+@jobs_option
 @session_options
 @click.option("--dry-run", is_flag=True,
               help="List the study's runs and those the store holds; run none.")
 @json_option("Print JSON (docs/sweep.md).")
 @quiet_option()
-def sweep(study_file, name, repeat, shard, backend, kernel, boot_timeout, out_dir, db_path,
-          dry_run, as_json, quiet, **given):
+def sweep(study_file, name, repeat, shard, backend, kernel, jobs, boot_timeout, out_dir,
+          db_path, dry_run, as_json, quiet, **given):
     """Run a study: every combination of the options' values, each
     repeated, every run a run of its own in the store, tagged with the
     study's name.
@@ -67,6 +77,7 @@ def sweep(study_file, name, repeat, shard, backend, kernel, boot_timeout, out_di
       tcpvar sweep --name mix --cc cubic+reno,bbr+reno --duration 60
       tcpvar sweep studies/rtts.toml --repeat 10
       tcpvar sweep studies/rtts.toml --shard 2/3 --db part2.duckdb
+      tcpvar sweep --name gig --cc cubic,reno --bw 1gbit --clock virtual --jobs 2
       tcpvar compare --study rtts --by cc,rtt
     """
     from pathlib import Path
@@ -83,7 +94,7 @@ def sweep(study_file, name, repeat, shard, backend, kernel, boot_timeout, out_di
     else:
         with runs.LiveProgress(quiet=quiet) as progress:
             outcome = run_study(db_path, study, backend, kernel, Path(out_dir), boot_timeout,
-                                progress, html.write_run_folder)
+                                progress, html.write_run_folder, jobs)
     entries = outcome.rows()
     if as_json:
         from tcpvar.report import tabular

@@ -105,6 +105,8 @@ def conditions(m: dict) -> dict:
         and clock["icount_shift"] < 64 else None,
         "dilation": clock.get("dilation") if _number(clock.get("dilation"))
         and clock["dilation"] > 0 else None,
+        "softnet_dropped": m.get("softnet_dropped") if _count(m.get("softnet_dropped"))
+        else None,
     }
 
 

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tcpvar.analyzers.compare import metrics_by_cell
+from tcpvar.capture.clock import check as check_clock
 from tcpvar.capture.params import parse_rate, parse_schedule
 from tcpvar.errors import InputError, UsageError
 from tcpvar.pipelines.sweep import OPTIONS, Study, cells, preview, sweep
 from tcpvar.resources import source_dir
 
-SCALES = ("smoke", "small", "full")
+SCALES = ("smoke", "small", "full", "paper")
+OPTIONAL_SCALES = ("paper",)           # the paper's own rates, on virtual time
 ROW_KEYS = ("label", "skip", "of")      # a row's or column's keys that are not run options
 
 # layout -> the measures of each column: heading, metric of analyzers/compare
@@ -53,6 +55,7 @@ class Scale:
     rows: list[str] | None = None       # None: all of the paper's
     tables: list[str] | None = None
     columns: int | None = None          # the first N columns of each table
+    clock: str | None = None            # the runs' --clock (None: auto)
 
 
 @dataclass
@@ -112,7 +115,8 @@ def load(name: str) -> Reproduction:
 def _reproduction(name: str, doc: dict) -> Reproduction:
     default_rows = [{"label": v, "cc": v} for v in doc.get("variants", [])]
     tables = [_table(t, default_rows) for t in doc["table"]]
-    scales = {s: _scale(s, doc["scale"][s]) for s in SCALES}
+    scales = {s: _scale(s, doc["scale"][s]) for s in SCALES
+              if s in doc["scale"] or s not in OPTIONAL_SCALES}
     kernel = doc.get("kernel")
     if kernel not in (None, "stock", "patched"):
         raise ValueError(f"kernel = {kernel!r}: stock or patched")
@@ -149,7 +153,8 @@ def _table(t: dict, default_rows: list[dict]) -> PaperTable:
 def _scale(name: str, d: dict) -> Scale:
     return Scale(name, int(d["repeat"]), float(d["max_duration"]),
                  {parse_rate(k): v for k, v in d.get("rates", {}).items()},
-                 int(d.get("max_flows", 32)), d.get("rows"), d.get("tables"), d.get("columns"))
+                 int(d.get("max_flows", 32)), d.get("rows"), d.get("tables"), d.get("columns"),
+                 d.get("clock") and check_clock(d["clock"]))
 
 
 # --- the runs of a scale -------------------------------------------------------
@@ -185,6 +190,8 @@ def scaled(values: dict, scale: Scale) -> dict:
     """A cell's run options at the scale: rates mapped, the duration and the
     flows capped, a bandwidth schedule's step times shrunk with the run."""
     out = dict(values)
+    if scale.clock:
+        out["clock"] = scale.clock
     if "mix" in out:
         out.update(_mix(out.pop("mix"), scale.max_flows))
     duration = float(values.get("duration", OPTIONS["duration"][2]))
@@ -219,7 +226,13 @@ def _rate(text: str, scale: Scale) -> str:
 
 
 def _rate_bps(bps: float, scale: Scale) -> str:
-    return scale.rates.get(bps, f"{bps:g}bit")
+    """The scale's rate for @bps, else @bps in words parse_rate reads."""
+    if bps in scale.rates:
+        return scale.rates[bps]
+    for unit, size in (("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3)):
+        if bps >= size and bps % size == 0:
+            return f"{bps / size:g}{unit}"
+    return f"{bps:.0f}bit"
 
 
 def study_of(repro: Reproduction, scale: Scale, cells_: list[Planned]) -> Study:
@@ -239,7 +252,12 @@ def scaling_notes(repro: Reproduction, scale: Scale, tables: list[PaperTable]) -
         rates = ", ".join(f"{_mbit(bps)} → {_mbit(parse_rate(text))}"
                           for bps, text in scale.rates.items())
         notes.append(f"rates: {rates} (the paper's; the micro-VM under TCG carries about "
-                     f"90 Mbit/s)")
+                     f"90 Mbit/s in real time)")
+    else:
+        notes.append("rates, RTTs, loss and buffers: the paper's")
+    if scale.clock == "virtual":
+        notes.append("clock: virtual time (QEMU's instruction counting): the paper's rates "
+                     "whatever the host's speed, at some cost in wall time")
     durations = sorted({float(r.get("duration", OPTIONS["duration"][2])) for r in runs})
     capped = [f"{d:g} s → {scale.max_duration:g} s" for d in durations if d > scale.max_duration]
     notes.append(f"durations: {', '.join(capped) if capped else 'as in the paper'}")
@@ -276,10 +294,12 @@ class Outcome:
     tables: list[PaperTable]
     cells: list[Planned]
     sweep: object                       # study.SweepOutcome
+    faithful_only: bool = False         # runs that failed the fidelity check left out
 
     def doc(self, con) -> dict:
         """The tables, paper beside tcpvar, as `tcpvar reproduce --json` gives them."""
-        by_cell = metrics_by_cell(con, self.study.name) if con is not None else {}
+        by_cell = metrics_by_cell(con, self.study.name, self.faithful_only) \
+            if con is not None else {}
         # cells() keeps the grid's order; a grid entry is a planned cell's values
         digest = {json.dumps(g, sort_keys=True): c.key
                   for g, c in zip(self.study.grid, cells(self.study))}
@@ -290,6 +310,7 @@ class Outcome:
             "seed": self.repro.seed, "paper_repeats": self.repro.paper_repeats,
             "scale": self.scale.name, "study": self.study.name,
             "scaling": scaling_notes(self.repro, self.scale, self.tables),
+            "faithful_only": self.faithful_only,
             "tables": [self._table(t, by_cell, keys) for t in self.tables],
             "runs": self.sweep.rows(),
         }
@@ -302,7 +323,7 @@ class Outcome:
             cells_ = []
             for i, column in enumerate(t.columns[:self.scale.columns]):
                 got = by_cell.get(keys.get((t.id, row["label"], i)),
-                                  {"runs": [], "mean": {}, "ci95": {}})
+                                  {"runs": [], "unfaithful": [], "mean": {}, "ci95": {}})
                 for j, m in enumerate(t.measures):
                     # a row `of` a variant reads that variant's part of the run
                     metric = f"{row['of']}:{m.metric}" if "of" in row else m.metric
@@ -313,7 +334,7 @@ class Outcome:
                         "tcpvar": {"n": len(got["runs"]),
                                    "mean": None if mean is None else mean * m.factor,
                                    "ci95": None if ci is None else ci * m.factor},
-                        "runs": got["runs"]})
+                        "runs": got["runs"], "unfaithful": got.get("unfaithful", [])})
             rows.append({"row": row["label"], "skip": row.get("skip"), "cells": cells_})
         return {"id": t.id, "title": t.title, "seed_line": t.seed_line, "layout": t.layout,
                 "note": t.note, "row_heading": self.repro.row_heading,
@@ -323,9 +344,17 @@ class Outcome:
 
 def reproduce(name: str, scale_name: str, only: list[str], *, db_path: str, dry_run: bool,
               backend: str = "auto", out_dir: Path = Path("runs"),
-              boot_timeout_s: float = 180.0, progress=None, draw=None) -> Outcome:
+              boot_timeout_s: float = 180.0, progress=None, draw=None,
+              clock: str | None = None, jobs: int | None = None,
+              faithful_only: bool = False) -> Outcome:
+    """The reproduction @name at @scale_name; @clock overrides the scale's."""
     repro = load(name)
+    if scale_name not in repro.scales:
+        raise UsageError(f"--scale {scale_name}: {name} has the scales "
+                         f"{', '.join(repro.scales)}")
     scale = repro.scales[scale_name]
+    if clock is not None:
+        scale = replace(scale, clock=check_clock(clock))
     tables = chosen_tables(repro, scale, only)
     cells_ = planned(scale, tables)
     study = study_of(repro, scale, cells_)
@@ -333,5 +362,5 @@ def reproduce(name: str, scale_name: str, only: list[str], *, db_path: str, dry_
         result = preview(db_path, study)
     else:
         result = sweep(db_path, study, backend, repro.kernel, out_dir, boot_timeout_s, progress,
-                       draw)
-    return Outcome(repro, scale, study, tables, cells_, result)
+                       draw, jobs)
+    return Outcome(repro, scale, study, tables, cells_, result, faithful_only)

@@ -24,6 +24,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ OPTIONS = {
     "wbrto": ("wbrto", str, None),
     "wbrto_unit": ("wbrto_unit_ms", int, 1000),
     "seed": ("seed", int, 0),
+    "clock": ("clock", str, "auto"),
 }
 assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
 MAX_FILE_BYTES = 1 << 20            # a study file is a few kB (callegari2011's: 10)
@@ -275,6 +277,8 @@ def cell_key(params: RunParams) -> str:
     d.pop("repeat")
     if not d["jitter_ms"]:
         d.pop("jitter_ms")      # as before --jitter existed: stored studies keep their cells
+    if d["clock"] == "auto":
+        d.pop("clock")          # and before --clock
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -313,14 +317,16 @@ def preview(db_path: str, study: Study) -> SweepOutcome:
 
 
 def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir: Path,
-          boot_timeout_s: float, progress, draw=None) -> SweepOutcome:
-    """Run what the store lacks, one capture session per kernel (a stock and
-    a patched one boot once each); each session's runs are stored when it
-    ends, also when it ends in Ctrl-C or a failure. @draw as for run's
-    execute: what draws each run's report."""
+          boot_timeout_s: float, progress, draw=None, jobs: int | None = None) -> SweepOutcome:
+    """Run what the store lacks, one capture session per kernel and clock
+    (a stock and a patched one boot once each), or @jobs sessions side by
+    side (None: as many as the host has cores where the runs are on virtual
+    time, else one); each session's runs are stored when it ends, also when
+    it ends in Ctrl-C or a failure. @draw as for run's execute: what draws
+    each run's report."""
     from tcpvar.capture.session import SessionRequest
     from tcpvar.pipelines.load import STORE_WAIT_S
-    from tcpvar.pipelines.run import execute
+    from tcpvar.pipelines.run import execute, execute_side_by_side
 
     with Store(db_path, wait_s=STORE_WAIT_S, progress=progress) as store:
         entries = plan(store, study)
@@ -335,24 +341,46 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
     for i, e in enumerate(todo, 1):
         e.index = i
     watch = _Eta(study.name, todo, progress)
-    for group in _by_kernel(todo, kernel):
-        planned = [PlannedRun(e.cell.params, e.repetition,
-                              {"name": study.name, "cell": e.cell.key, "index": e.index,
-                               "of": len(todo)}) for e in group]
-        req = SessionRequest(planned[0].params, backend, kernel, out_dir, boot_timeout_s,
-                         plan=planned)
-        result = execute(db_path, req, watch, draw)
-        outcome.backends.append({"backend": result.backend, "reason": result.reason})
-        by_key = {(cell_key(RunParams.from_json(s["params"])), s["repetition"]): s
-                  for s in result.summaries}
-        for e in group:
-            s = by_key.get((e.cell.key, e.repetition))
-            if s is not None:
-                e.summary, e.run_id = s, s["run_id"]
-        if result.interrupted:
+    for group in _sessions(todo, kernel):
+        n = min(len(group), side_by_side(jobs, group[0].cell.params, backend))
+        if n > 1:
+            progress(Progress(f"study {study.name}: {n} micro-VMs side by side"))
+        parts = [group[k::n] for k in range(n)]
+        reqs = [SessionRequest(part[0].cell.params, backend, kernel, out_dir, boot_timeout_s,
+                               plan=[PlannedRun(e.cell.params, e.repetition,
+                                                {"name": study.name, "cell": e.cell.key,
+                                                 "index": e.index, "of": len(todo)})
+                                     for e in part]) for part in parts]
+        results = execute_side_by_side(db_path, reqs, watch, draw) if n > 1 else \
+            [execute(db_path, reqs[0], watch, draw)]
+        for result in results:
+            outcome.backends.append({"backend": result.backend, "reason": result.reason})
+            by_key = {(cell_key(RunParams.from_json(s["params"])), s["repetition"]): s
+                      for s in result.summaries}
+            for e in group:
+                s = by_key.get((e.cell.key, e.repetition))
+                if s is not None:
+                    e.summary, e.run_id = s, s["run_id"]
+        if any(r.interrupted for r in results):
             outcome.interrupted = True
             break
     return outcome
+
+
+def side_by_side(jobs: int | None, params: RunParams, backend: str) -> int:
+    """Sessions to run at once: @jobs when given; else, where the runs are
+    on virtual time (their results cannot move with the host's load), one
+    per core of the host; else one (real-time runs side by side would
+    disturb each other)."""
+    if jobs is not None:
+        return jobs
+    from tcpvar.capture.clock import resolve
+    from tcpvar.capture.vm import kvm_state
+
+    virtual = params.clock == "virtual" or (
+        params.clock == "auto" and backend == "vm" and resolve("auto", bool(kvm_state())) ==
+        "virtual")
+    return (os.cpu_count() or 1) if virtual else 1
 
 
 def _store_left(store, name: str, entries: list[Entry], out_dir: Path, progress) -> bool:
@@ -394,14 +422,14 @@ def _left_behind(name: str, todo: set[tuple[str, int]], out_dir: Path) -> list[P
     return list(left.values())
 
 
-def _by_kernel(entries: list[Entry], kernel: str | None) -> list[list[Entry]]:
-    """Runs that need the patched kernel apart from the others, order kept;
-    a study given one @kernel boots it once for all."""
-    if kernel is not None:
-        return [entries]
-    groups: dict[bool, list[Entry]] = {}
+def _sessions(entries: list[Entry], kernel: str | None) -> list[list[Entry]]:
+    """The runs of one micro-VM boot together, order kept: those that need
+    the patched kernel apart from the others (unless the study gives one
+    @kernel), and each clock apart."""
+    groups: dict[tuple, list[Entry]] = {}
     for e in entries:
-        groups.setdefault(e.cell.params.needs_patched_kernel, []).append(e)
+        p = e.cell.params
+        groups.setdefault((kernel is None and p.needs_patched_kernel, p.clock), []).append(e)
     return list(groups.values())
 
 

@@ -113,7 +113,8 @@ def fidelity_line(f: dict, backend: str | None) -> str:
 
 # the items of the fidelity check, as the summary names them
 FIDELITY_NAMES = {"bottleneck": "bottleneck rate", "rtt": "min RTT", "loss": "loss",
-                  "capture": "capture drops", "probe": "probe losses", "cpu": "CPU"}
+                  "capture": "captures", "probe": "probe losses", "cpu": "CPU",
+                  "softnet": "backlog drops"}
 
 
 def _num(x, fmt: str) -> str:
@@ -154,6 +155,10 @@ def fidelity_parts(f: dict, backend: str | None) -> list[str]:
         if cpu["saturated_frac"]:
             text += f", saturated {_num(100 * cpu['saturated_frac'], '.0f')} % of the time"
         out.append(text + (f" ({cpu['clock']} time)" if cpu["clock"] else ""))
+    dropped = f["softnet"]["dropped"]
+    out.append("backlog drops not counted" if dropped is None else
+               "no backlog drops" if dropped == 0 else
+               f"{dropped} packets dropped from full CPU backlogs")
     return out
 
 

@@ -259,6 +259,7 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS cpu_saturated_frac DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS clock VARCHAR;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS icount_shift INTEGER;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS dilation DOUBLE;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS softnet_dropped BIGINT;
 
 -- The fidelity check of a run (analyzers/fidelity.py, docs/run.md): did the
 -- emulation deliver what was asked? Each item's status is 'pass', 'fail',
@@ -291,5 +292,7 @@ CREATE TABLE IF NOT EXISTS fidelity (
     cpu_status         VARCHAR,
     cpu_busy_frac      DOUBLE,
     cpu_saturated_frac DOUBLE,
-    clock              VARCHAR          -- 'real' or 'virtual'
+    clock              VARCHAR,         -- 'real' or 'virtual'
+    softnet_status     VARCHAR,
+    softnet_dropped    BIGINT           -- packets dropped from full CPU backlogs during the run
 );

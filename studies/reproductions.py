@@ -8,6 +8,7 @@ store holds, so an interrupted campaign goes on where it stopped.
     .venv/bin/python studies/reproductions.py --scale small kinicki ngwa
     .venv/bin/python studies/reproductions.py --scale small            # all four
     .venv/bin/python studies/reproductions.py --scale small --write-only wbrto
+    .venv/bin/python studies/reproductions.py --scale paper --jobs 2 callegari2011
 
 docs/reproductions.md (written by hand) reads these pages: how each claim
 of the paper fares within the confidence intervals.
@@ -47,13 +48,17 @@ def header(study: str, scale: str, took_s: float | None, ran: str | None) -> str
     return (f"# {study} at scale {scale}\n\n"
             f"Measured by `studies/reproductions.py --scale {scale} {study}` on "
             f"{time.strftime('%Y-%m-%d')}: {made}, {os.cpu_count()} cores, "
-            f"host kernel {platform.release()}, the micro-VM under TCG{took}.\n\n")
+            f"host kernel {platform.release()}, the micro-VM under TCG"
+            f"{' on virtual time' if scale == 'paper' else ''}{took}.\n\n")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("studies", nargs="*", default=list(STUDIES), metavar="STUDY")
-    ap.add_argument("--scale", default="small", choices=("smoke", "small", "full"))
+    ap.add_argument("--scale", default="small", choices=("smoke", "small", "full", "paper"))
+    ap.add_argument("--jobs", help="micro-VMs side by side (tcpvar reproduce --jobs)")
+    ap.add_argument("--table", action="append", default=[],
+                    help="only this table (repeatable; tcpvar reproduce --table)")
     ap.add_argument("--work", type=Path, default=ROOT / "studies" / "work",
                     help="folder of the store and the run folders")
     ap.add_argument("--write-only", action="store_true",
@@ -65,11 +70,13 @@ def main() -> int:
     status = 0
     ran = None if a.write_only else commit()    # before the hours of runs, not after
     for study in a.studies:
-        args = [study, "--scale", a.scale, "--db", "reproductions.duckdb"]
+        args = [study, "--scale", a.scale, "--db", "reproductions.duckdb",
+                *(arg for t in a.table for arg in ("--table", t))]
         took = None
         if not a.write_only:
             t0 = time.monotonic()
-            done = tcpvar("reproduce", *args, "-q", work=a.work)
+            jobs = ["--jobs", a.jobs] if a.jobs else []
+            done = tcpvar("reproduce", *args, *jobs, "-q", work=a.work)
             took = time.monotonic() - t0
             if done.returncode != 0:
                 print(f"{study}: tcpvar reproduce exited {done.returncode}; the page shows "

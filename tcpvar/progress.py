@@ -32,5 +32,11 @@ class Progress:
 Reporter = Callable[[Progress], None]
 
 
+def span_text(guest_s: float, host_s: float) -> str:
+    """A micro-VM's pace: '20 s of the run in 103 s, 5.2x real time'."""
+    return f"{guest_s:.0f} s of the run in {host_s:.0f} s, " \
+           f"{host_s / max(guest_s, 1e-9):.1f}\u00d7 real time"
+
+
 def ignore(_: Progress) -> None:
     """The reporter of work nobody watches."""
