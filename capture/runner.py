@@ -9,7 +9,9 @@ import json
 import platform
 import random
 import re
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -54,6 +56,7 @@ STOPPING_REPORT_S = 10.0
 # which on a congested long path can wait out a backed-off retransmission
 # timeout: up to TCP_RTO_MAX, 120 s. Counted from each client's own end.
 FINISH_GRACE_S = 120
+STOP_LOOK_S = 1.0             # how often the flows' loop looks for the host's stop file
 
 
 class Interrupted(TcpvarError):
@@ -97,6 +100,8 @@ class Run:
         self.clock = clock or {**clocks.describe("real"), "dilation": 1.0}
         self.study = study              # a study's run: its name, cell, index of n
         self.dir = Path(out_dir)
+        # where the artefacts are written while the flows run (_workspace)
+        self.work = self.dir
         self.tag = tag
         self.repetition = repetition
         self.backend = backend
@@ -118,6 +123,7 @@ class Run:
         load_variants(self.params.needed_ccs())
         check_mechanisms(self.params)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.work = self._workspace()
         self.manifest = self._manifest_head()
         self._write_manifest()
         status, error = "complete", None
@@ -132,7 +138,10 @@ class Run:
         except Exception as exc:
             status, error = "failed", f"{type(exc).__name__}: {exc}"
         finally:
-            self._teardown()
+            try:
+                self._teardown()
+            finally:
+                self._gather()
             self.manifest.update(status=status, error=error, ended_ns=time.time_ns())
             self._write_manifest()
         return self.manifest
@@ -158,22 +167,22 @@ class Run:
         for fe in self.flows:
             f = fe.flow.flow
             traffic.iperf_server(self.net, f"d{f}", fe.dport, name=f"server{f}",
-                                 report=self.dir / layout.iperf_report(f, server=True),
-                                 log=self.dir / layout.iperf_log(f, server=True))
+                                 report=self.work / layout.iperf_report(f, server=True),
+                                 log=self.work / layout.iperf_log(f, server=True))
         self._start_tcpdump("sender", ["-i", "any", "-Q", "in"])
         self._start_tcpdump("bottleneck", ["-i", "right", "-Q", "out"])
         self._start_probe()
 
     def _start_tcpdump(self, name: str, where: list[str]) -> None:
-        traffic.start_tcpdump(self.net, name, "rl", self.dir / layout.pcap(name),
+        traffic.start_tcpdump(self.net, name, "rl", self.work / layout.pcap(name),
                               [*where, "-n", "-s", str(SNAPLEN), "-B", str(TCPDUMP_BUFFER_KIB),
-                               "tcp"], log=self.dir / layout.tcpdump_log(name))
+                               "tcp"], log=self.work / layout.tcpdump_log(name))
 
     def _start_probe(self) -> None:
         from . import probe
 
         ports = [fe.dport for fe in self.flows]
-        self.recorder = probe.open_probe(self.dir, ports, own_tracing=self.backend == "vm")
+        self.recorder = probe.open_probe(self.work, ports, own_tracing=self.backend == "vm")
         self.recorder.start()
         self.manifest["probe"] = {"source": self.recorder.source,
                                   "reason": getattr(self.recorder, "reason", None)}
@@ -189,6 +198,7 @@ class Run:
         clients: dict[int, subprocess.Popen] = {}
         ends: list[float] = []          # when each started client should be done
         steps = list(p.schedule[1:])
+        next_look = 0.0
         stop = threading.Event()
         cpu = CpuMeter()
         sampler = threading.Thread(target=self._sampler, args=(t0, clients, stop, cpu),
@@ -206,8 +216,10 @@ class Run:
                     self.net.set_rate(p.shaper, rate)
                     self.manifest.setdefault("schedule_applied", []).append(
                         {"t_s": round(now, 3), "bw_bps": rate})
-                if (self.dir / layout.STOP_FILE).exists():
-                    raise Interrupted("stopped from the host")
+                if now >= next_look:        # the run folder may be on the host's share
+                    next_look = now + STOP_LOOK_S
+                    if (self.dir / layout.STOP_FILE).exists():
+                        raise Interrupted("stopped from the host")
                 if not pending and now > max(ends) + FINISH_GRACE_S:
                     raise TestbedError(f"iperf3 clients did not finish {FINISH_GRACE_S} s "
                                        f"after their flows' end")
@@ -220,7 +232,7 @@ class Run:
             self.manifest["t0_ns"] = t0_ns
         failed = [f for f, c in clients.items() if c.returncode not in (0, None)]
         if failed:
-            err = (self.dir / layout.iperf_log(failed[0])).read_text(errors="replace").strip()
+            err = (self.work / layout.iperf_log(failed[0])).read_text(errors="replace").strip()
             raise TestbedError(f"iperf3 flow {failed[0]} failed: {err[:200] or 'see its JSON'}")
 
     def _start_client(self, fe: FlowEndpoints) -> subprocess.Popen:
@@ -228,7 +240,7 @@ class Run:
         return traffic.iperf_client(
             self.net, f"s{f}", fe.dst, fe.dport,
             ["--cport", str(fe.sport), "-t", str(seconds), "-i", "1", "-C", fe.flow.cc],
-            report=self.dir / layout.iperf_report(f), log=self.dir / layout.iperf_log(f),
+            report=self.work / layout.iperf_report(f), log=self.work / layout.iperf_log(f),
             name=f"client{f}")
 
     def _sampler(self, t0: float, clients: dict, stop: threading.Event, cpu: CpuMeter) -> None:
@@ -238,7 +250,7 @@ class Run:
         last: dict[int, tuple[float, int]] = {}     # flow: (time, bytes acked)
         shown: dict[int, dict] = {}                 # flow: its last sample's values
         tick = 0
-        with open(self.dir / layout.PROGRESS, "w") as samples:
+        with open(self.work / layout.PROGRESS, "w") as samples:
             while not stop.wait(1.0):
                 cpu.sample()
                 sample = self._sample(time.monotonic() - t0, dict(clients), last, shown, tick)
@@ -279,6 +291,26 @@ class Run:
                 "total_s": self.params.duration_s, "repetition": self.repetition,
                 "flows": flows}
 
+    def _workspace(self) -> Path:
+        """The folder the artefacts are written to while the flows run: the
+        run folder, but on virtual time the guest's memory, moved into the
+        run folder after the flows (_gather). A write through the host's
+        share makes its writer wait for the host: a guest with nothing else
+        to run then skips ahead in time, by as much as the host was slow,
+        and the flows' timing would follow the host's load."""
+        if self.clock.get("kind") != "virtual":
+            return self.dir
+        return Path(tempfile.mkdtemp(prefix=f"tcpvar-{self.tag}-"))
+
+    def _gather(self) -> None:
+        """The artefacts written in the workspace into the run folder."""
+        if self.work == self.dir:
+            return
+        self._phase("copying the artefacts out")
+        for item in sorted(self.work.iterdir()):
+            shutil.move(item, self.dir / item.name)
+        self.work.rmdir()
+
     # -- ending --------------------------------------------------------------
     def _teardown(self) -> None:
         alive = threading.Event()
@@ -308,8 +340,8 @@ class Run:
                 self.manifest["probe"]["error"] = str(exc)
         try:
             if self.net.namespaces:
-                (self.dir / layout.TC_STATS_TEXT).write_text(self.net.qdisc_stats())
-                (self.dir / layout.TC_STATS_JSON).write_text(
+                (self.work / layout.TC_STATS_TEXT).write_text(self.net.qdisc_stats())
+                (self.work / layout.TC_STATS_JSON).write_text(
                     json.dumps(self.net.qdisc_stats_json(), indent=1))
         finally:
             left = self.net.close()
@@ -322,7 +354,7 @@ class Run:
     def _tcpdump_drops(self) -> dict:
         return {name: traffic.tcpdump_stats(log)["dropped_by_kernel"]
                 for name in layout.CAPTURES
-                if (log := self.dir / layout.tcpdump_log(name)).exists()}
+                if (log := self.work / layout.tcpdump_log(name)).exists()}
 
     # -- bookkeeping -----------------------------------------------------------
     def _phase(self, phase: str) -> None:

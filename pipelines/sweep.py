@@ -342,9 +342,11 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
         e.index = i
     watch = _Eta(study.name, todo, progress)
     for group in _sessions(todo, kernel):
-        n = min(len(group), side_by_side(jobs, group[0].cell.params, backend))
+        n = min(len(group), side_by_side(jobs, group[0].cell.params, backend, kernel))
         if n > 1:
-            progress(Progress(f"study {study.name}: {n} micro-VMs side by side"))
+            progress(Progress(f"study {study.name}: {n} sessions side by side" + (
+                "" if on_virtual_time(group[0].cell.params, backend, kernel) else
+                " (on a real clock they disturb each other's results)")))
         parts = [group[k::n] for k in range(n)]
         reqs = [SessionRequest(part[0].cell.params, backend, kernel, out_dir, boot_timeout_s,
                                plan=[PlannedRun(e.cell.params, e.repetition,
@@ -367,20 +369,26 @@ def sweep(db_path: str, study: Study, backend: str, kernel: str | None, out_dir:
     return outcome
 
 
-def side_by_side(jobs: int | None, params: RunParams, backend: str) -> int:
+def side_by_side(jobs: int | None, params: RunParams, backend: str,
+                 kernel: str | None) -> int:
     """Sessions to run at once: @jobs when given; else, where the runs are
     on virtual time (their results cannot move with the host's load), one
     per core of the host; else one (real-time runs side by side would
     disturb each other)."""
     if jobs is not None:
         return jobs
-    from tcpvar.capture.clock import resolve
+    return (os.cpu_count() or 1) if on_virtual_time(params, backend, kernel) else 1
+
+
+def on_virtual_time(params: RunParams, backend: str, kernel: str | None) -> bool:
+    """Whether the runs go to a micro-VM on virtual time: asked for, or
+    `auto` where they go to the micro-VM and KVM does not serve."""
+    from tcpvar.capture.backend import choose
     from tcpvar.capture.vm import kvm_state
 
-    virtual = params.clock == "virtual" or (
-        params.clock == "auto" and backend == "vm" and resolve("auto", bool(kvm_state())) ==
-        "virtual")
-    return (os.cpu_count() or 1) if virtual else 1
+    return params.clock == "virtual" or (
+        params.clock == "auto" and choose(backend, params, kernel)[0] == "vm"
+        and not kvm_state())
 
 
 def _store_left(store, name: str, entries: list[Entry], out_dir: Path, progress) -> bool:
