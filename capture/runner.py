@@ -57,6 +57,12 @@ STOPPING_REPORT_S = 10.0
 # timeout: up to TCP_RTO_MAX, 120 s. Counted from each client's own end.
 FINISH_GRACE_S = 120
 STOP_LOOK_S = 1.0             # how often the flows' loop looks for the host's stop file
+# a run's artefacts go to the micro-VM's memory while its flows run when
+# they fit there (2 GB, shared with the flows' socket buffers): about this
+# many bytes per full-size packet the path could carry (two capture records
+# of the packet and of its ACK, a tcp_probe line), at most this many bytes
+RECORD_BYTES = 300
+WORKSPACE_BYTES = 768 << 20
 
 
 class Interrupted(TcpvarError):
@@ -124,6 +130,7 @@ class Run:
         check_mechanisms(self.params)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.work = self._workspace()
+        self.clock["workspace"] = "run folder" if self.work == self.dir else "guest memory"
         self.manifest = self._manifest_head()
         self._write_manifest()
         status, error = "complete", None
@@ -298,7 +305,9 @@ class Run:
         share makes its writer wait for the host: a guest with nothing else
         to run then skips ahead in time, by as much as the host was slow,
         and the flows' timing would follow the host's load."""
-        if self.clock.get("kind") != "virtual":
+        p = self.params
+        packets = p.peak_bps / 8 / MTU * p.duration_s
+        if self.clock.get("kind") != "virtual" or packets * RECORD_BYTES > WORKSPACE_BYTES:
             return self.dir
         return Path(tempfile.mkdtemp(prefix=f"tcpvar-{self.tag}-"))
 

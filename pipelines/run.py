@@ -53,7 +53,10 @@ def execute_side_by_side(db_path: str, reqs: list[SessionRequest], progress,
     shared = _Serialised(progress)
 
     def one(i: int, p) -> None:
-        ended.put((i, capture(p, shared)))
+        try:
+            ended.put((i, capture(p, shared)))
+        except BaseException as exc:    # refused before its runs started: the others go on
+            ended.put((i, exc))
 
     workers = [threading.Thread(target=one, args=(i, p), daemon=True)
                for i, p in enumerate(prepared)]
@@ -72,6 +75,8 @@ def execute_side_by_side(db_path: str, reqs: list[SessionRequest], progress,
                 interrupted = True
                 _stop_all(prepared)
         try:
+            if isinstance(session, BaseException):
+                raise session
             outcomes[i] = _stored(db_path, session, shared, draw)
         except TcpvarError as exc:      # one session's loss is not the others'
             failure = failure or exc
