@@ -40,7 +40,7 @@ def main(spec_path: str) -> int:
         run_dir = Path(run["dir"])
         if (run_dir / layout.STOP_FILE).exists():
             break
-        exp = run_of({**run, "clock": spec.get("clock")}, "vm",
+        exp = run_of({**run, "clock": spec.get("clock"), "tools": spec.get("tools")}, "vm",
                      lambda event: say("progress", **event.to_json()))
         try:
             manifest = exp.execute()

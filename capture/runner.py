@@ -100,8 +100,9 @@ class Run:
 
     def __init__(self, params: RunParams, out_dir: Path, tag: str, repetition: int = 1,
                  backend: str = "netns", progress=None, study: dict | None = None,
-                 clock: dict | None = None):
+                 clock: dict | None = None, tools: dict | None = None):
         self.params = params
+        self.tools = tools              # the tools' versions, when the host asked them
         # the host's own clock (netns), else what the micro-VM runs on
         self.clock = clock or {**clocks.describe("real"), "dilation": 1.0}
         self.study = study              # a study's run: its name, cell, index of n
@@ -383,7 +384,7 @@ class Run:
                        "start_s": fe.flow.start_s, "duration_s": fe.flow.duration_s,
                        "src_addr": fe.src, "src_port": fe.sport,
                        "dst_addr": fe.dst, "dst_port": fe.dport} for fe in self.flows],
-            "tools": tool_versions(), "clock": self.clock,
+            "tools": self.tools or tool_versions(), "clock": self.clock,
             **({"study": {k: self.study[k] for k in ("name", "cell")}} if self.study else {}),
         }
 

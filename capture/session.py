@@ -22,7 +22,7 @@ from tcpvar.progress import Progress
 from . import backend as backends
 from . import owners
 from .params import RunParams
-from .runner import Run
+from .runner import Run, tool_versions
 from .testbed import new_tag
 
 
@@ -157,7 +157,7 @@ def run_of(run: dict, backend: str, progress) -> Run:
     """The Run of one entry of a session's runs (on the host or in the guest)."""
     return Run(RunParams.from_json(run["params"]), Path(run["dir"]), run["tag"],
                run["repetition"], backend=backend, progress=progress, study=run.get("study"),
-               clock=run.get("clock"))
+               clock=run.get("clock"), tools=run.get("tools"))
 
 
 def _on_host(runs: list[dict], progress) -> None:
@@ -174,7 +174,9 @@ def _in_vm(req: SessionRequest, plan: list[PlannedRun], runs: list[dict], out_di
     from . import kernels, probe, vm
 
     patched = any(p.params.needs_patched_kernel for p in plan)
-    spec = {"runs": runs, "path": []}
+    # the guest runs the host's programs; asked here, as a guest on virtual
+    # time waiting for them to load from the host would skip past a timeout
+    spec = {"runs": runs, "path": [], "tools": tool_versions()}
     with _PREPARING:    # sessions side by side fetch and build into one cache
         kernel = kernels.resolve(req.kernel or ("patched" if patched else "stock"), progress)
         check_variants(sorted({c for p in plan for c in p.params.needed_ccs()}),

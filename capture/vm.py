@@ -231,7 +231,7 @@ def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
         chosen = clocks.resolve(clock, kvm)
         spec_path.write_text(json.dumps({**spec, "clock": clocks.describe(chosen)}))
         return (*boot(_session_args(kernel, out_dir, spec_path, name, kvm, chosen), log,
-                      clocks.host_limit(timeout, chosen), tag), chosen)
+                      timeout, tag, chosen), chosen)
 
     try:
         kvm = False if clock == "virtual" else decide_kvm(progress)
@@ -275,13 +275,13 @@ def _event(msg: dict) -> Progress:
     return Progress(f"the micro-VM says: {msg}")
 
 
-def boot(args: list[str], log: Path, timeout: float, tag: str):
+def boot(args: list[str], log: Path, timeout: float, tag: str, clock: str = "real"):
     """Start a guest and wait for its 'ready' message: (guest, message, '')
     once it is up; (None, None, what happened) with the guest stopped when
     it exits without a word (QEMU refusing to start, the guest's program
-    failing) or says nothing for @timeout seconds."""
+    failing) or says nothing for @timeout seconds of its @clock."""
     guest = Guest(args, log, tag)
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + clocks.host_limit(timeout, clock)
     try:
         while True:
             msg = guest.next(max(0.1, deadline - time.monotonic()))
@@ -295,7 +295,9 @@ def boot(args: list[str], log: Path, timeout: float, tag: str):
                 return guest, msg, ""
     except queue.Empty:
         guest.kill()
-        return None, None, f"did not boot within {timeout:g} s{_last_words(log)}"
+        stretched = "" if clock == "real" else \
+            f" (on virtual time: {clocks.host_limit(timeout, clock):g} s of the host's)"
+        return None, None, f"did not boot within {timeout:g} s{stretched}{_last_words(log)}"
     except BaseException:
         guest.kill()
         raise
