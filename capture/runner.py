@@ -104,7 +104,7 @@ class Run:
         self.params = params
         self.tools = tools              # the tools' versions, when the host asked them
         # the host's own clock (netns), else what the micro-VM runs on
-        self.clock = clock or {**clocks.describe("real"), "dilation": 1.0}
+        self.clock = dict(clock) if clock else {**clocks.describe("real"), "dilation": 1.0}
         self.study = study              # a study's run: its name, cell, index of n
         self.dir = Path(out_dir)
         # where the artefacts are written while the flows run (_workspace)
