@@ -17,7 +17,7 @@ from __future__ import annotations
 from tcpvar.errors import UsageError
 
 CLOCKS = ("auto", "real", "virtual")
-ICOUNT_SHIFT = 0        # 1 ns per instruction: docs/run.md, "Virtual time"
+ICOUNT_SHIFT = 0        # 1 ns per instruction: docs/run.md, "The micro-VM's clock"
 VIRTUAL_CPUS = 1        # icount runs every vCPU in one thread: a second adds no speed
 # the host's limits on a guest (boot, silence) are guest seconds; under
 # virtual time they are stretched by the largest dilation expected (a busy
@@ -50,7 +50,6 @@ def describe(clock: str) -> dict:
     """The manifest's `clock` before its dilation is known."""
     return {"kind": clock, "icount_shift": ICOUNT_SHIFT if clock == "virtual" else None,
             "dilation": None}
-
 
 
 def host_limit(guest_s: float, clock: str) -> float:
