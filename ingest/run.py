@@ -95,12 +95,13 @@ def conditions(m: dict) -> dict:
     clock = m.get("clock") if isinstance(m.get("clock"), dict) else {}
     kind = clock.get("kind")
     return {
-        "capture_drops": sum(counts) if counts and all(_count(n) for n in counts) else None,
+        "capture_drops": sum(counts) if counts and all(_count(n) for n in counts)
+        and _count(sum(counts)) else None,
         "cpu_busy_frac": _fraction(cpu.get("busy_frac")),
         "cpu_saturated_frac": _fraction(cpu.get("saturated_frac")),
-        # a host run (netns) runs on the host's own clock
-        "clock": kind if kind in ("real", "virtual") else
-        "real" if m.get("backend") == "netns" else None,
+        # a host run (netns) runs on the host's own clock, whatever it says
+        "clock": "real" if m.get("backend") == "netns" else
+        kind if kind in ("real", "virtual") else None,
         "icount_shift": clock.get("icount_shift") if _count(clock.get("icount_shift"))
         and clock["icount_shift"] < 64 else None,
         "dilation": clock.get("dilation") if _number(clock.get("dilation"))

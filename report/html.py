@@ -30,15 +30,21 @@ ul.notes { font-size: 0.9em; }
 
 
 def _table(columns, rows) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in r) + "</tr>"
+    head = "".join(f"<th>{_text(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_text(v)}</td>" for v in r) + "</tr>"
                    for r in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def _facts(facts: dict) -> str:
-    return "<dl>" + "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(str(v))}</dd>"
+    return "<dl>" + "".join(f"<dt>{_text(k)}</dt><dd>{_text(v)}</dd>"
                             for k, v in facts.items() if v not in (None, "", {})) + "</dl>"
+
+
+def _text(value) -> str:
+    """@value (an input may have written it) as HTML text: its control
+    characters escaped (report/untrusted.py), then its markup."""
+    return html.escape(printable(value))
 
 
 def _png(doc: dict) -> bytes:
@@ -54,15 +60,15 @@ def _png(doc: dict) -> bytes:
 
 def _figure(doc: dict) -> str:
     data = base64.b64encode(_png(doc)).decode()
-    alt = html.escape(f"{doc['kind']} figure of {doc['name']}")
+    alt = _text(f"{doc['kind']} figure of {doc['name']}")
     return f'<figure><img alt="{alt}" src="data:image/png;base64,{data}"></figure>'
 
 
 def _run_section(part: dict) -> str:
     s = part["summary"]
-    out = [f"<h2>{html.escape(run_title(s))}</h2>", _facts(part["facts"]),
+    out = [f"<h2>{_text(run_title(s))}</h2>", _facts(part["facts"]),
            _table(RUN_COLUMNS, [flow_row(f) for f in s["flows"]]),
-           "<ul class=notes>" + "".join(f"<li>{html.escape(x)}</li>" for x in summary_lines(s))
+           "<ul class=notes>" + "".join(f"<li>{_text(x)}</li>" for x in summary_lines(s))
            + "</ul>"]
     if s.get("fidelity"):
         out.append(_fidelity(s["fidelity"], s["backend"]))
@@ -74,14 +80,13 @@ def _fidelity(f: dict, backend) -> str:
     it measured (text of a store: escaped, as all of it)."""
     statuses = [f[k]["status"] for k in FIDELITY_NAMES]
     rows = zip(FIDELITY_NAMES.values(), statuses, fidelity_parts(f, backend))
-    return (f"<h3>Fidelity: {html.escape(printable(f['verdict']))}</h3>"
-            + _table(("item", "status", "measured"),
-                     [(a, printable(b), printable(c)) for a, b, c in rows]))
+    return (f"<h3>Fidelity: {_text(f['verdict'])}</h3>"
+            + _table(("item", "status", "measured"), rows))
 
 
 def _capture_section(part: dict) -> str:
     cap = part["summary"]
-    return "\n".join([f"<h2>{html.escape(cap['path'])}</h2>", _facts(part["facts"]),
+    return "\n".join([f"<h2>{_text(cap['path'])}</h2>", _facts(part["facts"]),
                       _table([c for c, _ in CONN_COLUMNS], conn_rows(cap))])
 
 
@@ -92,8 +97,8 @@ def render(title: str, parts: list[dict]) -> str:
         body.append(_run_section(part) if part["kind"] == "run" else _capture_section(part))
         body.extend(_figure(doc) for doc in part["figures"])
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
-            f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
-            f"<body><h1>{html.escape(title)}</h1>\n" + "\n".join(body) + "\n</body></html>\n")
+            f"<title>{_text(title)}</title><style>{STYLE}</style></head>"
+            f"<body><h1>{_text(title)}</h1>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
 def write(title: str, parts: list[dict], path: str | Path) -> Path:

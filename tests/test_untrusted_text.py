@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from tcpvar.artefacts.checks import MAX_SCHEDULE_STEPS
@@ -80,6 +81,12 @@ MANIFESTS = {
     "port with escapes": (port, "flows[0].src_port"),
     "flows twice": (lambda m: m["flows"].append(m["flows"][0]), "flows[1].flow"),
     "nested 100000 deep": (None, "nested too deeply"),
+    "clock a list": (lambda m: m.update(clock=[1]), "clock: "),
+    "dilation a text": (lambda m: m.update(clock={"kind": "virtual", "dilation": "x"}),
+                        "clock.dilation: "),
+    "busy fraction NaN": (lambda m: m.update(cpu={"busy_frac": float("nan")}),
+                          "cpu.busy_frac: NaN is out of range"),
+    "softnet drops a text": (lambda m: m.update(softnet_dropped="x"), "softnet_dropped: "),
 }
 
 
@@ -310,3 +317,53 @@ def test_a_study_name_is_shown_as_text(tmp_path):
     assert res.returncode == 0, res.stderr
     clean(res.stdout, res.stderr)
     assert r"[bold]s[/bold]\x1b]0;pwned\x07" in res.stdout.replace("\n", "").replace(" ", "")
+
+
+# --- the run's conditions (the fidelity check's inputs) ------------------------------
+
+# what a stranger's manifest may say of the conditions, of the types the
+# manifest's check lets through but none of it a value tcpvar writes: each is
+# stored as unknown (NULL), never as a number; with the columns of `runs` it
+# leaves unknown
+CONDITIONS = {
+    "out of range": (lambda m: m.update(
+        clock={"kind": ESCAPES, "icount_shift": 99, "dilation": -1.5, "workspace": ESCAPES},
+        cpu={"busy_frac": 1.5, "saturated_frac": -0.1}, softnet_dropped=-3,
+        capture_drops={"sender": -1}),
+        ("capture_drops", "cpu_busy_frac", "cpu_saturated_frac", "icount_shift", "dilation",
+         "softnet_dropped")),
+    "unchecked kinds": (lambda m: m.update(
+        cpu={"busy_frac": 2, "saturated_frac": 1e9},
+        capture_drops={ESCAPES: ESCAPES, "bottleneck": [1], "sender": True}),
+        ("capture_drops", "cpu_busy_frac", "cpu_saturated_frac")),
+    # each count in range, their sum beyond a 64-bit integer
+    "counts overflowing": (lambda m: m.update(capture_drops={f"c{i}": (1 << 62) - 1
+                                                             for i in range(4)}),
+                           ("capture_drops",)),
+}
+
+
+@pytest.mark.parametrize("case", list(CONDITIONS))
+def test_conditions_a_manifest_misstates_are_unknown(their_run, tmp_path, case):
+    change, unknown = CONDITIONS[case]
+    folder = with_manifest(copy_of(their_run, tmp_path), change)
+    db = tmp_path / "t.duckdb"
+    res = tcpvar("load", "-q", "--json", "--db", db, folder)
+    assert res.returncode == 0, res.stderr
+    clean(res.stdout, res.stderr)
+    (run,) = json.loads(res.stdout)["runs"]
+    f = run["fidelity"]
+    assert f["capture"] == {"status": "unknown", "drops": None}
+    if "cpu_busy_frac" in unknown:
+        assert f["cpu"]["status"] == "unknown", f
+    with duckdb.connect(str(db), read_only=True) as con:
+        cur = con.execute("SELECT * FROM runs")
+        row = dict(zip((d[0] for d in cur.description), cur.fetchone()))
+    for column in unknown:
+        assert row[column] is None, column
+    # a host run (netns) ran on the host's clock, whatever its manifest says
+    assert row["clock"] == "real"
+    res = tcpvar("report", "-q", "--db", db, "-o", tmp_path / "r.html", folder)
+    assert res.returncode == 0, res.stderr
+    clean(res.stdout, res.stderr)
+    assert "\x1b" not in (tmp_path / "r.html").read_text()
