@@ -1,5 +1,5 @@
 """The fidelity check of a run (docs/run.md, "Fidelity check"): did the
-emulation deliver what was asked? Six items, each 'pass', 'fail', 'not
+emulation deliver what was asked? Eight items, each 'pass', 'fail', 'not
 applicable' or 'unknown' (its data is missing):
 
   bottleneck  the rate the shaper delivered while its queue was backlogged,
@@ -14,6 +14,11 @@ applicable' or 'unknown' (its data is missing):
               not backlogged, so the emulated hosts' CPU limited the flows
   softnet     packets the testbed's kernel dropped from a full CPU backlog
               (a loss outside the bottleneck that no path of the dumbbell has)
+  emulator    of the host CPU time the micro-VM wanted while the flows ran,
+              the share it waited for a CPU: in real time the guest's clock
+              ran on meanwhile (a busy host starved the emulation, which the
+              guest's own CPU figures cannot show); not applicable in
+              virtual time (time waits too) and on the host (no emulator)
 
 The verdict is 'fail' when an item failed, else 'pass' when one passed,
 else 'unknown'. The thresholds are the constants below, and only here."""
@@ -39,9 +44,10 @@ LOSS_P_MIN = 0.001              # a two-sided binomial p-value below this fails
 CAPTURE_DROPS_MAX = 0           # packets tcpdump may drop
 PROBE_LOST_MAX_FRAC = 0.01      # tcp_probe events lost, of those recorded
 CPU_SATURATED_MAX = 0.5         # seconds with every CPU >= 95 % busy, fraction (real time)
+HOST_WAIT_MAX = 0.4             # of the host CPU time the micro-VM wanted, waited (real time)
 FRAME_BYTES = 1514              # a full frame on the testbed's links (capture/topology.FRAME)
 
-ITEMS = ("bottleneck", "rtt", "loss", "capture", "probe", "cpu", "softnet")
+ITEMS = ("bottleneck", "rtt", "loss", "capture", "probe", "cpu", "softnet", "emulator")
 PASS, FAIL, NA, UNKNOWN = "pass", "fail", "not applicable", "unknown"
 
 
@@ -50,7 +56,8 @@ def check(con, run_id: int) -> dict:
     row of the `fidelity` table (column -> value)."""
     cur = con.execute("SELECT params, sender_capture, bottleneck_capture, started_ns, "
                       "probe_events, probe_lost, capture_drops, cpu_busy_frac, "
-                      "cpu_saturated_frac, clock, softnet_dropped FROM runs "
+                      "cpu_saturated_frac, clock, softnet_dropped, host_wait_frac, "
+                      "backend FROM runs "
                       "WHERE run_id = $1", [run_id])
     names = [d[0] for d in cur.description]
     run = dict(zip(names, cur.fetchone()))
@@ -63,6 +70,7 @@ def check(con, run_id: int) -> dict:
     row.update(_probe(run))
     row.update(_cpu(run, row["bottleneck_status"]))
     row.update(_softnet(run))
+    row.update(_emulator(run))
     statuses = [row[f"{i}_status"] for i in ITEMS]
     row["verdict"] = FAIL if FAIL in statuses else PASS if PASS in statuses else UNKNOWN
     row["reasons"] = "; ".join(reasons(row)) or None
@@ -132,6 +140,7 @@ def document(row: dict) -> dict:
         "cpu": {"status": row["cpu_status"], "busy_frac": row["cpu_busy_frac"],
                 "saturated_frac": row["cpu_saturated_frac"], "clock": row["clock"]},
         "softnet": {"status": row["softnet_status"], "dropped": row["softnet_dropped"]},
+        "emulator": {"status": row["emulator_status"], "host_wait_frac": row["host_wait_frac"]},
     }
 
 
@@ -158,6 +167,9 @@ def reasons(row: dict) -> list[str]:
     if row["softnet_status"] == FAIL:
         out.append(f"the testbed's kernel dropped {row['softnet_dropped']} packets from full "
                    f"CPU backlogs")
+    if row["emulator_status"] == FAIL:
+        out.append(f"the micro-VM waited for a host CPU {100 * row['host_wait_frac']:.0f} % of "
+                   f"the time it wanted one, in real time")
     return out
 
 
@@ -293,6 +305,17 @@ def _softnet(run: dict) -> dict:
     n = run["softnet_dropped"]
     status = UNKNOWN if n is None else PASS if n == 0 else FAIL
     return {"softnet_status": status, "softnet_dropped": n}
+
+
+def _emulator(run: dict) -> dict:
+    waited = run["host_wait_frac"]
+    if run["backend"] == "netns" or run["clock"] == "virtual":
+        status = NA
+    elif waited is None:
+        status = UNKNOWN
+    else:
+        status = PASS if waited <= HOST_WAIT_MAX else FAIL
+    return {"emulator_status": status, "host_wait_frac": waited}
 
 
 # --- the binomial test ------------------------------------------------------------

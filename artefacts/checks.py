@@ -189,7 +189,8 @@ PROBE = {"source": (_TEXT, False), "reason": (_TEXT, False), "events": (_CNT, Fa
          "lost": (_CNT, False), "error": (_TEXT, False)}
 STUDY = {"name": (_TEXT, True), "cell": (_TEXT, True)}
 CLOCK = {"kind": (_TEXT, True), "icount_shift": (_INT, False), "dilation": (_NUM, False),
-         "run_host_s": (_NUM, False), "workspace": (_TEXT, False)}
+         "run_host_s": (_NUM, False), "workspace": (_TEXT, False),
+         "host_wait_frac": (_NUM, False)}
 CPU = {"busy_frac": (_NUM, False), "saturated_frac": (_NUM, False), "samples": (_CNT, False)}
 
 

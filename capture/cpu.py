@@ -42,3 +42,50 @@ class CpuMeter:
         n = len(self.busy)
         return {"busy_frac": round(sum(self.busy) / n, 4) if n else None,
                 "saturated_frac": round(self.saturated / n, 4) if n else None, "samples": n}
+
+
+def session_threads(sid: int) -> dict[int, tuple[int, int]]:
+    """(ran, waited) ns of each thread of the processes in session @sid
+    (the micro-VM's: vng, QEMU and its helpers), from schedstat: time on a
+    host CPU, and time runnable on a run queue waiting for one."""
+    out = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            # the fields after the command's name: state ppid pgrp session ...
+            if int((proc / "stat").read_text().rsplit(")", 1)[1].split()[3]) != sid:
+                continue
+            for task in (proc / "task").iterdir():
+                ran, waited, _ = (task / "schedstat").read_text().split()
+                out[int(task.name)] = (int(ran), int(waited))
+        except (OSError, ValueError, IndexError):
+            continue                      # it ended meanwhile
+    return out
+
+
+class WaitMeter:
+    """How long the micro-VM's processes waited for a host CPU, of the time
+    they wanted one, between the first call of sample() and the last. Under
+    real time the guest's clock runs on while its emulator waits: a guest
+    that waited was slowed where it should not have been (the fidelity
+    check's `emulator` item). A thread that ends between two samples loses
+    its last share."""
+
+    def __init__(self, sid: int):
+        self.sid = sid
+        self.last: dict[int, tuple[int, int]] | None = None
+        self.ran = self.waited = 0
+
+    def sample(self) -> None:
+        now = session_threads(self.sid)
+        if self.last is not None:
+            for tid, (ran, waited) in now.items():
+                ran0, waited0 = self.last.get(tid, (0, 0))      # new: all of it is since
+                self.ran += ran - ran0
+                self.waited += waited - waited0
+        self.last = now
+
+    def waited_frac(self) -> float | None:
+        wanted = self.ran + self.waited
+        return round(self.waited / wanted, 4) if wanted > 0 else None

@@ -27,6 +27,7 @@ from tcpvar.resources import cache_dir
 
 from . import clock as clocks
 from . import owners
+from .cpu import WaitMeter
 from .kernels import Kernel
 
 VM_CPUS = 2
@@ -326,11 +327,13 @@ def _udev_hint() -> str:
 class _Span:
     """Host and guest seconds of the run in progress, from the guest's
     samples (each says how long its flows have run, in guest seconds):
-    the dilation."""
+    the dilation; and how long the micro-VM (session @sid) waited for a
+    host CPU meanwhile."""
 
-    def __init__(self):
+    def __init__(self, sid: int):
         self.first: tuple[float, float] | None = None    # (host, guest) at its first sample
         self.last: tuple[float, float] | None = None
+        self.waits = WaitMeter(sid)
 
     def see(self, msg: dict) -> dict | None:
         """The clock's figures so far for a running sample, else None."""
@@ -340,6 +343,7 @@ class _Span:
         now = (time.monotonic(), float(msg["done"]))
         self.first = self.first or now
         self.last = now
+        self.waits.sample()
         return self.figures()
 
     def figures(self) -> dict | None:
@@ -347,7 +351,7 @@ class _Span:
             return None
         host, guest = self.last[0] - self.first[0], self.last[1] - self.first[1]
         return {"guest_s": round(guest, 2), "host_s": round(host, 2),
-                "dilation": round(host / guest, 3)}
+                "dilation": round(host / guest, 3), "host_wait_frac": self.waits.waited_frac()}
 
 
 def _follow(guest: Guest, progress, spec: dict, clock: str) -> None:
@@ -356,7 +360,7 @@ def _follow(guest: Guest, progress, spec: dict, clock: str) -> None:
     it). Ctrl-C asks the guest to stop (so its captures are closed
     properly) before the VM goes."""
     silence = clocks.host_limit(SILENCE_S, clock)
-    span = _Span()
+    span = _Span(guest.proc.pid)
     try:
         while True:
             try:
@@ -374,7 +378,7 @@ def _follow(guest: Guest, progress, spec: dict, clock: str) -> None:
             if msg["kind"] == "done":
                 _note_dilation(Path(msg["dir"]), clock, span.figures())
                 msg["clock"] = span.figures()
-                span = _Span()
+                span = _Span(guest.proc.pid)
             progress(_event(msg))
     except KeyboardInterrupt:
         for run in spec["runs"]:
@@ -400,5 +404,6 @@ def _note_dilation(run_dir: Path, clock: str, figures: dict | None) -> None:
     except TcpvarError:
         return
     manifest["clock"] = {**clocks.describe(clock), **(manifest.get("clock") or {}),
-                         "dilation": figures["dilation"], "run_host_s": figures["host_s"]}
+                         "dilation": figures["dilation"], "run_host_s": figures["host_s"],
+                         "host_wait_frac": figures["host_wait_frac"]}
     layout.write_manifest(run_dir, manifest)

@@ -88,7 +88,8 @@ def conditions(m: dict) -> dict:
     (NULL where it says nothing or what it says is not the kind of value
     tcpvar writes): the packets the captures' kernel buffers dropped,
     summed; the mean busy fraction of the CPUs during the flows and the
-    fraction of seconds with every CPU saturated; the clock the run ran on."""
+    fraction of seconds with every CPU saturated; the clock the run ran on,
+    and how long the micro-VM waited for a host CPU."""
     drops = m.get("capture_drops")
     counts = list(drops.values()) if isinstance(drops, dict) and drops else []
     cpu = m.get("cpu") if isinstance(m.get("cpu"), dict) else {}
@@ -108,6 +109,7 @@ def conditions(m: dict) -> dict:
         and clock["dilation"] > 0 else None,
         "softnet_dropped": m.get("softnet_dropped") if _count(m.get("softnet_dropped"))
         else None,
+        "host_wait_frac": _fraction(clock.get("host_wait_frac")),
     }
 
 

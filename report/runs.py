@@ -114,7 +114,7 @@ def fidelity_line(f: dict, backend: str | None) -> str:
 # the items of the fidelity check, as the summary names them
 FIDELITY_NAMES = {"bottleneck": "bottleneck rate", "rtt": "min RTT", "loss": "loss",
                   "capture": "captures", "probe": "probe losses", "cpu": "CPU",
-                  "softnet": "backlog drops"}
+                  "softnet": "backlog drops", "emulator": "emulator"}
 
 
 def _num(x, fmt: str) -> str:
@@ -159,7 +159,17 @@ def fidelity_parts(f: dict, backend: str | None) -> list[str]:
     out.append("backlog drops not counted" if dropped is None else
                "no backlog drops" if dropped == 0 else
                f"{dropped} packets dropped from full CPU backlogs")
+    out.append(_emulator_part(f["emulator"], backend, cpu["clock"]))
     return out
+
+
+def _emulator_part(e: dict, backend: str | None, clock: str | None) -> str:
+    if backend == "netns":
+        return "no emulator"
+    if e["host_wait_frac"] is None:
+        return "emulator's waits not recorded"
+    text = f"emulator waited for host CPUs {_num(100 * e['host_wait_frac'], '.0f')} % of its time"
+    return text + (" (no effect in virtual time)" if clock == "virtual" else "")
 
 
 def _j(x) -> str:

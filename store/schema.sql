@@ -260,6 +260,7 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS clock VARCHAR;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS icount_shift INTEGER;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS dilation DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS softnet_dropped BIGINT;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS host_wait_frac DOUBLE;
 
 -- The fidelity check of a run (analyzers/fidelity.py, docs/run.md): did the
 -- emulation deliver what was asked? Each item's status is 'pass', 'fail',
@@ -294,5 +295,10 @@ CREATE TABLE IF NOT EXISTS fidelity (
     cpu_saturated_frac DOUBLE,
     clock              VARCHAR,         -- 'real' or 'virtual'
     softnet_status     VARCHAR,
-    softnet_dropped    BIGINT           -- packets dropped from full CPU backlogs during the run
+    softnet_dropped    BIGINT,          -- packets dropped from full CPU backlogs during the run
+    emulator_status    VARCHAR,
+    host_wait_frac     DOUBLE           -- of the host CPU time the micro-VM wanted, waited for
 );
+-- stores checked before the emulator item
+ALTER TABLE fidelity ADD COLUMN IF NOT EXISTS emulator_status VARCHAR;
+ALTER TABLE fidelity ADD COLUMN IF NOT EXISTS host_wait_frac DOUBLE;

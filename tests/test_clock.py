@@ -1,7 +1,7 @@
 """The micro-VM on virtual time (`--clock virtual`, QEMU's instruction
 counting): a rate that real-time TCG cannot carry is carried, the result
 does not move when every host core is busy, the fidelity check tells a
-starved real-time emulation from a good one, and `--jobs 2` stores what
+real-time emulation starved by a busy host from a good one, and `--jobs 2` stores what
 `--jobs 1` stores. Truths: iperf3's own JSON, the capture read by tshark,
 `tc -s`."""
 from __future__ import annotations
@@ -81,17 +81,28 @@ def test_busy_host_cores_do_not_move_the_result(virtual, hogged):
     assert manifest(hogged)["clock"]["dilation"] > manifest(virtual)["clock"]["dilation"]
 
 
-def test_fidelity_fails_a_starved_real_time_emulation(tmp_path, virtual):
-    rc, doc, err = tcpvar_run(tmp_path, *RUN, "--clock", "real")
+def test_fidelity_fails_a_starved_real_time_emulation(tmp_path):
+    """Real time on a host whose cores are all busy: the guest's clock runs
+    on while its emulator waits for a CPU (on an idle host of two cores,
+    real-time TCG carried 186-191 of 200 Mbit/s through the shaper here,
+    too close to the line to fail it by that alone)."""
+    hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
+            for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        rc, doc, err = tcpvar_run(tmp_path, *RUN, "--clock", "real")
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
     assert rc == 0, err
     run = doc["runs"][0]
     assert manifest(run)["clock"]["kind"] == "real"
-    assert received_bps(run) < 0.8 * RATE           # what real-time TCG carries here
-    # the shaper itself starved (62 of 200 Mbit/s while backlogged, here), or
-    # the CPUs saturated
+    assert received_bps(run) < 0.8 * RATE           # 40-52 Mbit/s here
+    # the emulator waited (45-46 % of its time, here; 27-32 % on the idle
+    # host), and the shaper starved or the CPUs saturated with it, or not
     f = run["fidelity"]
     assert f["verdict"] == "fail", f
-    assert "fail" in (f["bottleneck"]["status"], f["cpu"]["status"]), f
+    assert f["emulator"]["status"] == "fail", f
 
 
 def test_virtual_clock_needs_the_micro_vm(tmp_path):

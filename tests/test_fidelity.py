@@ -100,7 +100,7 @@ def test_capture_drops_and_a_saturated_cpu(their_run, tmp_path):
     folders = {kind: copy_of(their_run, tmp_path, kind) for kind in ("real", "virtual", "short")}
     for kind, folder in folders.items():
         _edit(folder, lambda m, kind=kind: m.update(
-            capture_drops={"sender": 0, "bottleneck": 12},
+            backend="vm", capture_drops={"sender": 0, "bottleneck": 12},
             cpu={"busy_frac": 0.99, "saturated_frac": 0.8, "samples": 3},
             clock={"kind": "real" if kind == "real" else "virtual",
                    "icount_shift": None if kind == "real" else 0, "dilation": 1.0}))
@@ -116,6 +116,24 @@ def test_capture_drops_and_a_saturated_cpu(their_run, tmp_path):
     h = _load(folders["short"], tmp_path / "t.duckdb")["fidelity"]
     assert h["bottleneck"]["status"] == "fail" and h["cpu"]["status"] == "fail"
     assert h["failed"][-1].endswith("the hosts' CPU limited the flows")
+
+
+@pytest.mark.parametrize("kind, waited, status", [
+    ("real", 0.45, "fail"), ("real", 0.3, "pass"), ("virtual", 0.45, "not applicable")])
+def test_an_emulator_that_waited_for_the_host(their_run, tmp_path, kind, waited, status):
+    """A micro-VM that waited for host CPUs beyond the threshold (40 %) fails
+    in real time, where the guest's clock ran on meanwhile; in virtual time
+    it waited too."""
+    folder = copy_of(their_run, tmp_path)
+    _edit(folder, lambda m: m.update(backend="vm", clock={
+        "kind": kind, "icount_shift": 0 if kind == "virtual" else None, "dilation": 1.0,
+        "host_wait_frac": waited}))
+    f = _load(folder, tmp_path / "t.duckdb")["fidelity"]
+    assert f["emulator"] == {"status": status, "host_wait_frac": waited}
+    assert f["verdict"] == ("fail" if status == "fail" else "pass")
+    if status == "fail":
+        assert f["failed"] == ["the micro-VM waited for a host CPU 45 % of the time it "
+                               "wanted one, in real time"]
 
 
 def _binomial_by_hand(k: int, n: int, p: float) -> float:
