@@ -1,7 +1,8 @@
 """How busy the CPUs of the kernel a run runs on were during its flows
 (the guest's in the micro-VM), from /proc/stat: under real time a
 saturated CPU may have been the path's bottleneck instead of the emulated
-link (the fidelity check), under virtual time it only stretches the run."""
+link (the fidelity check), under virtual time it only stretches the run.
+And, on the host, how long the micro-VM waited for a host CPU meanwhile."""
 from __future__ import annotations
 
 from pathlib import Path
