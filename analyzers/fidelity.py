@@ -123,7 +123,7 @@ def document(row: dict) -> dict:
     return {
         "verdict": row["verdict"],
         "failed": [r for r in (row["reasons"] or "").split("; ") if r],
-        "unknown": [i for i in ITEMS if row[f"{i}_status"] == UNKNOWN],
+        "unknown": [i for i in ITEMS if row.get(f"{i}_status") == UNKNOWN],
         "bottleneck": {"status": row["bottleneck_status"], "mbps": row["bottleneck_mbps"],
                        "asked_mbps": row["bottleneck_asked_mbps"],
                        "backlogged_departures": row["backlogged_departures"],
@@ -140,7 +140,9 @@ def document(row: dict) -> dict:
         "cpu": {"status": row["cpu_status"], "busy_frac": row["cpu_busy_frac"],
                 "saturated_frac": row["cpu_saturated_frac"], "clock": row["clock"]},
         "softnet": {"status": row["softnet_status"], "dropped": row["softnet_dropped"]},
-        "emulator": {"status": row["emulator_status"], "host_wait_frac": row["host_wait_frac"]},
+        # a store checked before this item, opened read-only, lacks its columns
+        "emulator": {"status": row.get("emulator_status"),
+                     "host_wait_frac": row.get("host_wait_frac")},
     }
 
 

@@ -8,11 +8,13 @@ import functools
 import re
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import pytest
 
 import peers
+import shapes
 from conftest import OWN_CAPTURES, SHARED, SHARED_CAPTURES, SHARED_FOUND, capture_id
 
 # How a tcpvar figure is held to tcptrace's line for it: check(ours, theirs,
@@ -263,6 +265,28 @@ def test_agrees_with_tcptrace(path, analyzed, store, tmp_path):
         import gzip
         source = tmp_path / path.stem
         source.write_bytes(gzip.decompress(path.read_bytes()))
+    agrees(path, source, analyzed, store)
+
+
+@pytest.fixture(scope="module")
+def shaped(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("shapes")
+    for name, write in shapes.SHAPES.items():
+        write(folder / f"{name}.pcap")
+    return folder
+
+
+@pytest.mark.parametrize("shape", list(shapes.SHAPES))
+def test_costly_shapes_agree_with_tcptrace(shape, shaped, analyzed, store):
+    """One-way, resending and a hole filled after a resend (tests/shapes.py):
+    the shapes whose outstanding segments tcpvar's analysis keeps apart."""
+    path = shaped / f"{shape}.pcap"
+    agrees(path, path, analyzed, store)
+
+
+def agrees(path: Path, source: Path, analyzed, store) -> None:
+    """tcpvar's analysis of @path against tcptrace's of @source (the same
+    packets), field by field (FIELDS, except what KNOWN says)."""
     theirs = peers.tcptrace(str(source))
     doc = analyzed(path)
     ours = [dict(c) for c in doc["connections"]]

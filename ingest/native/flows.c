@@ -23,7 +23,7 @@
 
 #define MAX_HOLES	16
 #define RING_MIN	4	/* a SYN-only connection's ring stays this small */
-#define RING_MAX	65536
+#define RING_MAX	65536	/* a power of two, as every size of the ring */
 #define WSCALE_MAX	14	/* RFC 7323: larger shifts are treated as 14 */
 #define COPIES_KEPT	8	/* tcptrace's SEGS_TO_REMEMBER */
 
@@ -45,9 +45,15 @@ struct half {
 	int nholes;
 	int64_t (*holes)[2];	/* never-seen [l, r): MAX_HOLES from the first */
 
-	/* sender: segments awaiting their ACK, in sequence order */
+	/* sender: segments awaiting their ACK, in sequence order, in a
+	 * circular array (a one-way capture keeps it full: O(1) a packet) */
 	struct seg_rec *ring;
 	uint32_t rhead, rlen, rcap;
+	/* the last resend not yet written into the ring: segments overlapping
+	 * [mk_from, mk_limit) count as sent again at mk_ts (ring_mark_rexmit) */
+	int mk_on;
+	int64_t mk_from, mk_limit;
+	uint64_t mk_ts;
 	double srtt_us;
 	uint64_t last_rx_ns;	/* when this side last received from the peer */
 	uint64_t last_rto_ns;	/* when it last resent after a timeout */
@@ -362,67 +368,34 @@ static int64_t rel(struct half *h, uint32_t raw)
 
 static struct seg_rec *ring_at(struct half *h, uint32_t i)
 {
-	return &h->ring[h->rhead + i];
+	return &h->ring[(h->rhead + i) & (h->rcap - 1)];
 }
 
-/* Room for one more segment at the end of the array; 1 if the oldest was
- * forgotten to make it, -1 when out of memory. */
+/* Room for one more segment: 1 if the oldest was forgotten to make it (the
+ * ring at its largest), -1 when out of memory. */
 static int ring_room(struct half *h)
 {
-	int dropped = 0;
+	uint32_t n, i;
+	struct seg_rec *v;
 
-	if (h->rhead + h->rlen < h->rcap)
+	if (h->rlen < h->rcap)
 		return 0;
-	if (h->rcap >= RING_MAX && h->rlen == h->rcap) {
-		h->rhead++;
+	if (h->rcap >= RING_MAX) {
+		h->rhead = (h->rhead + 1) & (h->rcap - 1);
 		h->rlen--;
-		dropped = 1;
+		return 1;
 	}
-	/* compact only when that frees at least half: O(1) amortised */
-	if (h->rhead && (h->rlen <= h->rcap / 2 || h->rcap >= RING_MAX)) {
-		memmove(h->ring, h->ring + h->rhead, h->rlen * sizeof(*h->ring));
-		h->rhead = 0;
-		return dropped;
-	} else {
-		uint32_t n = h->rcap ? h->rcap * 2 : RING_MIN;
-		struct seg_rec *v = realloc(h->ring, n * sizeof(*v));
-
-		if (!v)
-			return -1;
-		h->ring = v;
-		h->rcap = n;
-	}
-	return dropped;
-}
-
-/* Record a segment sent at @ts at position @i (kept in sequence order). */
-static int ring_insert(struct half *h, uint32_t i, int64_t start, int64_t end, uint64_t ts)
-{
-	struct seg_rec *r;
-	int dropped = ring_room(h);
-
-	if (dropped < 0)
+	n = h->rcap ? h->rcap * 2 : RING_MIN;
+	v = malloc(n * sizeof(*v));
+	if (!v)
 		return -1;
-	if (dropped && i)
-		i--;
-	if (i > h->rlen)
-		i = h->rlen;
-	r = ring_at(h, i);
-	memmove(r + 1, r, (h->rlen - i) * sizeof(*r));
-	h->rlen++;
-	r->start = start;
-	r->end = end;
-	r->ts = ts;
-	r->no_sample = 0;
+	for (i = 0; i < h->rlen; i++)
+		v[i] = *ring_at(h, i);
+	free(h->ring);
+	h->ring = v;
+	h->rcap = n;
+	h->rhead = 0;
 	return 0;
-}
-
-static void ring_pop(struct half *h)
-{
-	h->rhead++;
-	h->rlen--;
-	if (!h->rlen)
-		h->rhead = 0;
 }
 
 /* Index of the first outstanding segment that ends after @seq. */
@@ -441,19 +414,83 @@ static uint32_t ring_find(struct half *h, int64_t seq)
 	return lo;
 }
 
-/*
- * Karn: segments overlapping [start, end) were sent again at @ts. Their
- * time becomes the resend's, so an ACK that passes them after a later
- * segment knows that segment's ACK came after a loss.
- */
-static void ring_mark_rexmit(struct half *h, int64_t start, int64_t end, uint64_t ts)
+static int covered(const struct half *h, const struct seg_rec *r)
+{
+	return h->mk_on && r->end > h->mk_from && r->start < h->mk_limit;
+}
+
+/* The pending resend written into the segments it covers whose end is at
+ * most @upto (all of them: INT64_MAX), which it then no longer covers. */
+static void ring_settle(struct half *h, int64_t upto)
 {
 	uint32_t i;
 
-	for (i = ring_find(h, start); i < h->rlen && ring_at(h, i)->start < end; i++) {
-		ring_at(h, i)->no_sample = 1;
-		ring_at(h, i)->ts = ts;
+	if (!h->mk_on)
+		return;
+	for (i = ring_find(h, h->mk_from); i < h->rlen; i++) {
+		struct seg_rec *r = ring_at(h, i);
+
+		if (r->start >= h->mk_limit || r->end > upto)
+			break;
+		r->no_sample = 1;
+		r->ts = h->mk_ts;
 	}
+	if (upto == INT64_MAX)
+		h->mk_on = 0;
+}
+
+/* Record a segment sent at @ts at position @i (kept in sequence order). */
+static int ring_insert(struct half *h, uint32_t i, int64_t start, int64_t end, uint64_t ts)
+{
+	struct seg_rec *r;
+	uint32_t j;
+	int dropped = ring_room(h);
+
+	if (dropped < 0)
+		return -1;
+	if (dropped && i)
+		i--;
+	if (i > h->rlen)
+		i = h->rlen;
+	if (i < h->rlen)	/* below data sent before: not part of an earlier resend */
+		ring_settle(h, INT64_MAX);
+	for (j = h->rlen; j > i; j--)
+		*ring_at(h, j) = *ring_at(h, j - 1);
+	h->rlen++;
+	r = ring_at(h, i);
+	r->start = start;
+	r->end = end;
+	r->ts = ts;
+	r->no_sample = 0;
+	return 0;
+}
+
+static void ring_pop(struct half *h)
+{
+	h->rhead = (h->rhead + 1) & (h->rcap - 1);
+	h->rlen--;
+	if (!h->rlen)
+		h->rhead = 0;
+}
+
+/*
+ * Karn: segments overlapping [start, end) were sent again at @ts. Their
+ * time becomes the resend's, so an ACK that passes them after a later
+ * segment knows that segment's ACK came after a loss. @end is the highest
+ * sequence sent, so a later resend covers all an earlier one did from its
+ * own start on: the latest is kept pending (walking every outstanding
+ * segment at each resend made retransmission-heavy captures quadratic),
+ * and only the earlier one's segments below the new start are written.
+ */
+static void ring_mark_rexmit(struct half *h, int64_t start, int64_t end, uint64_t ts)
+{
+	if (h->mk_on && h->mk_from < start)
+		ring_settle(h, start);
+	if (!h->mk_on || end > h->mk_limit)
+		h->mk_limit = end;
+	h->mk_on = 1;
+	h->mk_from = start;
+	h->mk_ts = ts;
 }
 
 /* Data below the segments from @seq on was sent only now: their ACKs will
@@ -479,13 +516,15 @@ static int ring_ack(struct half *h, int64_t ack, uint64_t ts, uint64_t *rtt_ns)
 
 	while (h->rlen && ring_at(h, 0)->end <= ack) {
 		struct seg_rec *r = ring_at(h, 0);
+		int resent = covered(h, r);
+		uint64_t sent = resent ? h->mk_ts : r->ts;
 
-		if (r->end == ack && !r->no_sample && r->ts >= latest && ts >= r->ts) {
-			*rtt_ns = ts - r->ts;
+		if (r->end == ack && !r->no_sample && !resent && sent >= latest && ts >= sent) {
+			*rtt_ns = ts - sent;
 			sampled = 1;
 		}
-		if (r->ts > latest)
-			latest = r->ts;
+		if (sent > latest)
+			latest = sent;
 		ring_pop(h);
 	}
 	if (h->rlen && ring_at(h, 0)->start < ack)	/* acked part-way */

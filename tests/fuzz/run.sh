@@ -77,10 +77,12 @@ if [ -n "${SAVE:-}" ]; then
 fi
 
 # folder and store: a run folder and its store (tcpvar run over network
-# namespaces, 1 s at 5 Mbit/s), made once; the targets copy them for each input
+# namespaces, 1 s at 5 Mbit/s), made once and again when the schema changed;
+# the targets copy them for each input
 base="$here/build/base-run"
 case " $targets " in *" folder "* | *" store "*)
-	if ! [ -f "$base/t.duckdb" ] || ! ls "$base"/runs/*/manifest.json >/dev/null 2>&1; then
+	if ! [ "$base/t.duckdb" -nt "$here/../../store/schema.sql" ] ||
+		! ls "$base"/runs/*/manifest.json >/dev/null 2>&1; then
 		rm -rf "$base"
 		mkdir -p "$base"
 		"$py" -m tcpvar.cli run --json -q --out "$base/runs" --db "$base/t.duckdb" \
