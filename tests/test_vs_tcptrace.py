@@ -13,8 +13,9 @@ from typing import Callable
 
 import pytest
 
-import peers
 import shapes
+
+import peers
 from conftest import OWN_CAPTURES, SHARED, SHARED_CAPTURES, SHARED_FOUND, capture_id
 
 # How a tcpvar figure is held to tcptrace's line for it: check(ours, theirs,
