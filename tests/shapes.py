@@ -1,8 +1,8 @@
-"""Captures of the shapes that cost the flow analysis most (issue: speed on
-every capture), written here byte for byte, headers only (snaplen 54):
-a one-way capture (the data direction of a bulk flow, no ACKs), a flow
-resending segment after segment while ACKs come in, and a hole filled after
-a resend. tests/test_vs_tcptrace.py holds tcpvar to tcptrace on each."""
+"""Captures of the shapes that cost the flow analysis most, written here
+byte for byte, headers only (snaplen 54): a one-way capture (the data
+direction of a bulk flow, no ACKs), a flow resending segment after segment
+while ACKs come in, and a hole filled after a resend.
+tests/test_vs_tcptrace.py holds tcpvar to tcptrace on each."""
 from __future__ import annotations
 
 import struct
