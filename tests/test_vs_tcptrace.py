@@ -13,9 +13,8 @@ from typing import Callable
 
 import pytest
 
-import shapes
-
 import peers
+import shapes
 from conftest import OWN_CAPTURES, SHARED, SHARED_CAPTURES, SHARED_FOUND, capture_id
 
 # How a tcpvar figure is held to tcptrace's line for it: check(ours, theirs,
