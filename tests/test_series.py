@@ -97,7 +97,39 @@ def _tshark_bins(path, interval_ns: int) -> tuple[Counter, Counter]:
 def test_series_holds_tshark_bytes_per_interval(analyzed, store, path):
     """Every interval's data segments and bytes are tshark's, and its rates
     are 8 x bytes over the interval's width."""
-    doc = analyzed(path)
+    _holds_tshark_bins(store, analyzed(path), path)
+
+
+# captures with stalls (timeouts, a zero window) and several connections
+SPARSE = ["iperf_4flows.pcap", "iperf_bulk_loss.pcap", "iperf_rto.pcap", "rto_vs_fast.pcap",
+          "zero_window.pcap"]
+
+
+@pytest.mark.parametrize("name", SPARSE)
+def test_sparse_series_holds_tshark_bytes_per_interval(tmp_path, monkeypatch, name):
+    """With every direction over the span a dense series may have, each
+    keeps only its intervals with data and the empty one on each side: the
+    intervals with data hold tshark's segments and bytes as a dense series
+    does, and every empty interval kept lies beside one with data."""
+    from conftest import FIXTURES
+
+    from tcpvar.analyzers import series
+    from tcpvar.pipelines.analyze import AnalyzeOptions, analyze_capture
+    from tcpvar.store import Store
+
+    monkeypatch.setattr(series, "MAX_SPAN", 1)
+    path = FIXTURES / name
+    with Store(tmp_path / "s.duckdb") as store:
+        doc = analyze_capture(store, str(path), AnalyzeOptions())
+        assert " only the intervals with data and the empty one" in doc["warning"]
+        _holds_tshark_bins(store, doc, path)
+        rows = store.con.execute("SELECT conn, dir, bin, packets FROM throughput").fetchall()
+    data = {(c, d, b) for c, d, b, n in rows if n}
+    empty = [(c, d, b) for c, d, b, n in rows if not n]
+    assert empty and all((c, d, b - 1) in data or (c, d, b + 1) in data for c, d, b in empty)
+
+
+def _holds_tshark_bins(store, doc: dict, path) -> None:
     (interval_ms,) = store.con.execute("SELECT interval_ms FROM captures WHERE capture_id = $1",
                                        [doc["capture_id"]]).fetchone()
     want_packets, want_bytes = _tshark_bins(path, round(interval_ms * 1e6))   # tshark reads .gz
