@@ -8,7 +8,9 @@ import functools
 import hashlib
 import os
 import re
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from importlib import resources
@@ -89,6 +91,7 @@ def own_columns() -> frozenset[tuple[str, str, str]]:
     return frozenset(out)
 
 
+PAGE = 4096                 # the unit in which the template is copied sparse
 _COLUMNS = ("SELECT table_name, column_name, data_type FROM system.main.duckdb_columns() "
             "WHERE database_name = system.main.current_database() AND schema_name = 'main' "
             "AND system.main.list_contains($1, table_name)")
@@ -105,10 +108,11 @@ class Store:
     """A tcpvar workspace database (default ./tcpvar.duckdb)."""
 
     def __init__(self, path: str | Path = "tcpvar.duckdb", read_only: bool = False,
-                 wait_s: float = 0.0, progress=None):
+                 wait_s: float = 0.0, progress=None, copy_template: bool = True):
         """@wait_s: how long to wait for another process that holds the
         store (DuckDB lets one process at a time write a database), telling
-        @progress; 0 fails at once."""
+        @progress; 0 fails at once. A new store starts as a copy of the
+        template (template()), unless @copy_template is false."""
         self.path = str(path)
         self.read_only = read_only
         self._locked = False
@@ -122,9 +126,13 @@ class Store:
         if _GLOB.search(str(self.packets)):
             raise StoreError(f"store {self.path}: a name with * ? [ or {{ cannot be a store "
                              f"(its packets are read by a pattern)")
+        copied = copy_template and not read_only and _copy_template(Path(self.path))
         self.con = self._connect(read_only, time.monotonic() + wait_s, progress)
         try:
-            self._open(read_only)
+            if copied:                  # tcpvar's own empty store: only its packets' view
+                self._point_packets()
+            else:
+                self._open(read_only)
         except _duckdb().Error as exc:
             self.con.close()
             if "No space left on device" in str(exc):
@@ -151,6 +159,12 @@ class Store:
                                               "CREATE OR REPLACE TEMP VIEW"))
         else:
             self._drop_partial_captures()
+
+    def _point_packets(self) -> None:
+        """The packets view of a store copied from the template, over this
+        store's folder."""
+        segments.prepare(self.con, self.packets)
+        self.con.execute(segments.view_sql(self.packets, temp=False))
 
     def _connect(self, read_only: bool, deadline: float, progress):
         duckdb = _duckdb()
@@ -394,6 +408,63 @@ class Store:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _copy_template(path: Path) -> bool:
+    """A new store at @path as a copy of tcpvar's empty one (template()):
+    copying takes a millisecond where creating the tables, binding the
+    views and checking them take about 0.1 s. False when @path or its WAL
+    exists (the store is opened as it is) or no template can be made."""
+    wal = Path(f"{path}.wal")
+    if os.path.lexists(path) or os.path.lexists(wal):
+        return False
+    source = template()
+    if source is None:
+        return False
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except OSError:
+        return False                    # made meanwhile, or a folder tcpvar cannot write
+    data = source.read_bytes()
+    with os.fdopen(fd, "wb") as out:
+        # sparse, as DuckDB writes its own: most of the file is empty blocks
+        for at in range(0, len(data), PAGE):
+            page = data[at:at + PAGE]
+            if page.count(0) != len(page):
+                out.seek(at)
+                out.write(page)
+        out.truncate(len(data))
+    return True
+
+
+@functools.cache
+def template() -> Path | None:
+    """tcpvar's empty store for this schema and this DuckDB, kept in its
+    cache and made the first time it is wanted; None where the cache cannot
+    hold it. Its name carries what it is made of: a new schema or DuckDB
+    makes a new one."""
+    from tcpvar.resources import cache_dir
+
+    made_of = f"{SCHEMA_VERSION}\n{_schema()}\n{_views()}".encode()
+    name = (f"empty-{_duckdb().__version__}-"
+            f"{hashlib.blake2b(made_of, digest_size=8).hexdigest()}.duckdb")
+    folder = cache_dir() / "stores"
+    final = folder / name
+    if final.is_file() and not final.is_symlink():
+        return final
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".template-", dir=folder))
+    except OSError:
+        return None
+    try:
+        Store(work / name, copy_template=False).close()   # tables, views, meta rows
+        os.replace(work / name, final)
+        return final
+    except (OSError, StoreError):
+        return None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _check_header(path: Path) -> None:

@@ -4,6 +4,7 @@ one line on stderr and its documented exit status (docs/analyze.md), and
 nothing stored before is lost."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -178,3 +179,42 @@ def test_full_disk(tmpfs):
     frames = subprocess.run(["tshark", "-r", str(LARGE), "-Y", "tcp"], capture_output=True,
                             text=True, check=True).stdout.count("\n")
     assert packets == frames
+
+
+CATALOG = """
+    SELECT 'column', table_name, column_name || ' ' || data_type FROM duckdb_columns()
+    WHERE database_name = current_database() AND table_name <> 'packets'
+    UNION ALL SELECT 'view', view_name, sql FROM duckdb_views()
+    WHERE database_name = current_database() AND NOT internal AND view_name <> 'packets'
+    UNION ALL SELECT 'sequence', sequence_name, increment_by::VARCHAR FROM duckdb_sequences()
+    WHERE database_name = current_database()
+    UNION ALL SELECT 'meta', key, value FROM meta
+    ORDER BY ALL"""
+
+
+def test_a_new_store_is_a_copy_of_the_template(tmp_path):
+    """A new store is copied, sparse, from the template tcpvar keeps in its
+    cache (made by the first command that wants it): the same tables,
+    views, sequences and meta rows as a store made from schema.sql and
+    views.sql, and a packets view over its own segments."""
+    from tcpvar.store import Store
+
+    env = {**os.environ, "TCPVAR_CACHE": str(tmp_path / "cache")}
+    db = tmp_path / "new.duckdb"
+    assert tcpvar("analyze", "-q", "--db", db, SMALL, env=env).returncode == 0
+    assert [p.suffix for p in (tmp_path / "cache" / "stores").iterdir()] == [".duckdb"]
+    made = tmp_path / "made.duckdb"
+    Store(made, copy_template=False).close()
+    con = duckdb.connect(str(made), read_only=True)
+    want = con.execute(CATALOG).fetchall()
+    con.close()
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute(CATALOG).fetchall() == want
+        packets = con.execute("SELECT count(*) FROM packets").fetchone()[0]
+    finally:
+        con.close()
+    frames = subprocess.run(["tshark", "-r", str(SMALL), "-Y", "tcp"], capture_output=True,
+                            text=True, check=True).stdout.count("\n")
+    assert packets == frames
+    assert db.stat().st_blocks * 512 < db.stat().st_size
