@@ -1,11 +1,14 @@
 """Per-connection statistics in the shape of `tcpvar analyze --json`."""
 from __future__ import annotations
 
+from typing import Iterator
+
 from .sqlfiles import sql
 
 CONN_FIELDS = ("ip_version", "start_s", "connection_duration_s", "total_packets",
                "handshake", "closed", "reset")
 DIRECTIONS = ("a2b", "b2a")
+BATCH = 50_000      # connections read back at a time (connection_batches)
 HEAD = ("conn", "dir", "ip_version", "a_addr", "a_port", "b_addr", "b_port", *CONN_FIELDS)
 # The statistics of each direction a one-line summary of a connection needs
 # (analyze's table): a table of thousands of connections reads in half the
@@ -24,6 +27,13 @@ def endpoint(addr: str, port: int, ip_version: int) -> str:
 def connections(con, capture_id: int, brief: bool = False) -> list[dict]:
     """Every connection of a capture: endpoints, then a2b and b2a statistics,
     all of them or, @brief, only SUMMARY_STATS."""
+    return [conn for batch in connection_batches(con, capture_id, brief) for conn in batch]
+
+
+def connection_batches(con, capture_id: int, brief: bool = False) -> Iterator[list[dict]]:
+    """connections(), BATCH connections at a time: a capture of a million
+    connections is read back (and printed) in flat memory."""
+    size = BATCH
     query, params = sql("connections"), {"capture_id": capture_id}
     stats = SUMMARY_STATS if brief else None     # bench/levers.py sets it None: all
     if stats is not None:
@@ -40,15 +50,20 @@ def connections(con, capture_id: int, brief: bool = False) -> list[dict]:
     fields = [(k, at[k]) for k in CONN_FIELDS if k != "connection_duration_s"] + \
         [("duration_s", at["connection_duration_s"])]
     out: list[dict] = []
-    for row in cur.fetchall():
-        if row[1] == 0:                             # dir: a connection's first row
-            conn = {"id": row[conn_at], "a": endpoint(row[a_at], row[a_port], row[ver]),
-                    "b": endpoint(row[b_at], row[b_port], row[ver])}
-            for key, i in fields:
-                conn[key] = row[i]
-            out.append(conn)
-        out[-1][DIRECTIONS[row[1]]] = dict(zip(stat_names, row[first:]))
-    return out
+    while rows := cur.fetchmany(2 * size):
+        for row in rows:
+            if row[1] == 0:                         # dir: a connection's first row
+                if len(out) == size:
+                    yield out
+                    out = []
+                conn = {"id": row[conn_at], "a": endpoint(row[a_at], row[a_port], row[ver]),
+                        "b": endpoint(row[b_at], row[b_port], row[ver])}
+                for key, i in fields:
+                    conn[key] = row[i]
+                out.append(conn)
+            out[-1][DIRECTIONS[row[1]]] = dict(zip(stat_names, row[first:]))
+    if out:
+        yield out
 
 
 def capture_info(con, capture_id: int) -> dict:

@@ -83,9 +83,10 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, conns, pair,
     options = AnalyzeOptions(
         scan=ScanOptions(packets=not stats_only, rto_min_ms=rto_min_ms, hwdup_us=hwdup_us),
         interval_ms=interval_ms, force=force, fairness=fairness, conns=list(conns) or None,
-        pair=pair, brief=not (as_json or as_csv))
+        pair=pair, brief=not (as_json or as_csv), read_back=as_json or as_csv)
+    shown = _shown if as_json or as_csv else _shown_with_table
     with terminal.file_progress(f"reading {files[0]}", quiet) as progress:
-        done = analyze_files(db_path, files, options, jobs, progress, _shown,
+        done = analyze_files(db_path, files, options, jobs, progress, shown,
                              plot_dir, _draw if plot_dir else None)
     speed = done.summary
     if len(files) > 1 and not quiet:
@@ -96,12 +97,10 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, conns, pair,
         terminal.data(tabular.to_json(done.to_json()))
     elif as_csv:
         terminal.data(tabular.connections_csv(done.captures))
-    else:
-        _print_tables(done.captures)
     return done.status
 
 
-def _shown(outcome) -> None:
+def _shown(outcome, store=None) -> None:
     """A file's error or warnings, as each file is done."""
     from tcpvar.report import terminal
 
@@ -111,21 +110,41 @@ def _shown(outcome) -> None:
         terminal.warn(f"{outcome.path}: {warning}")
 
 
+# a terminal gets a Rich table up to this many connections, plain text beyond
+# (Rich lays out a table in memory: slow and large for a scan's million)
+RICH_MAX = 2_000
+
+
+def _shown_with_table(outcome, store) -> None:
+    """_shown(), then the file's table of connections, read from the store a
+    batch at a time (memory stays flat whatever their number), and its
+    fairness."""
+    from tcpvar.analyzers.connections import connection_batches
+    from tcpvar.report import tables, terminal
+    from tcpvar.store.db import one
+
+    _shown(outcome)
+    cap = outcome.doc
+    if cap is None:
+        return
+    batches = [cap["connections"]] if cap["connections"] is not None else \
+        connection_batches(store.con, cap["capture_id"], brief=True)
+    count = len(cap["connections"]) if cap["connections"] is not None else one(
+        store.con, "SELECT count(*) FROM connections WHERE capture_id = $1",
+        [cap["capture_id"]])[0]
+    if terminal.stdout_is_terminal() and count <= RICH_MAX:
+        conns = [c for batch in batches for c in batch]
+        terminal.show(tables.connections_table({**cap, "connections": conns}))
+    else:   # piped, or too many for Rich: plain aligned text, quick for any number of rows
+        for text in tables.connections_lines(cap["path"], count, batches):
+            terminal.data(text)
+    if "fairness" in cap:
+        terminal.show(tables.fairness_table(cap["path"], cap["fairness"]))
+        for line in tables.fairness_lines(cap["fairness"]):
+            terminal.data(line)
+
+
 def _draw(fig: dict) -> None:
     from tcpvar.report import figures, terminal
 
     terminal.note(f"wrote {figures.save(fig, fig['path'])}")
-
-
-def _print_tables(captures: list[dict]) -> None:
-    from tcpvar.report import tables, terminal
-
-    for cap in captures:
-        if terminal.stdout_is_terminal():
-            terminal.show(tables.connections_table(cap))
-        else:   # piped: plain aligned text, quick for any number of rows
-            terminal.data(tables.connections_text(cap))
-        if "fairness" in cap:
-            terminal.show(tables.fairness_table(cap["path"], cap["fairness"]))
-            for line in tables.fairness_lines(cap["fairness"]):
-                terminal.data(line)

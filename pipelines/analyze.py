@@ -32,6 +32,9 @@ class AnalyzeOptions:
     conns: list[int] | None = None          # connections for Jain's index (default: bulk)
     pair: tuple[int, int] | None = None     # (variant, reference) for friendliness
     brief: bool = False     # read back only what a summary table shows (not with fairness)
+    # read the connections back into the document; False: the caller reads
+    # them from the store while it is open (shown(), connection_batches())
+    read_back: bool = True
 
     def __post_init__(self):
         # the scan sums the throughput series at this interval as it reads
@@ -65,7 +68,8 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
         "warning": cap[8],             # the scan's, and the series' (build_throughput)
         "interval_ms": options.interval_ms if has_series else None,
         "connections": connections(con, res.capture_id,
-                                   options.brief and not (options.fairness or options.pair)),
+                                   options.brief and not (options.fairness or options.pair))
+        if options.read_back or options.fairness or options.pair else None,
     }
     if options.fairness or options.pair:
         doc["fairness"] = fairness_mod.fairness(con, res.capture_id, doc["connections"],
@@ -242,9 +246,10 @@ def analyze_files(db_path: str, paths: list[str], options: AnalyzeOptions, jobs:
     """`tcpvar analyze`: @paths into the store at @db_path, @jobs at once
     (0: one per core). A single file's error is raised: it is the command's
     error. Of several, each failed file is its outcome's error and the others
-    go on. @shown(outcome), given by the command, sees each outcome as it
-    completes. With @plot_dir, every figure kind of each capture (with its
-    file under @plot_dir) is handed to @draw(figure), while the store is open."""
+    go on. @shown(outcome, store), given by the command, sees each outcome
+    as it completes, with the store open. With @plot_dir, every figure kind
+    of each capture (with its file under @plot_dir) is handed to
+    @draw(figure), while the store is open."""
     paths = list(paths)
     n = workers(jobs, paths)
     outcomes: list[Outcome] = []
@@ -258,7 +263,7 @@ def analyze_files(db_path: str, paths: list[str], options: AnalyzeOptions, jobs:
                 raise outcome.error
             outcomes.append(outcome)
             if shown is not None:
-                shown(outcome)
+                shown(outcome, store)
             if outcome.doc is not None and plot_dir:
                 _figures(store, outcome.doc, Path(plot_dir), taken, draw)
     return Analysis(outcomes, summary(outcomes, time.monotonic() - start, n), n)

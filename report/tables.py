@@ -2,7 +2,8 @@
 imported by the tables that use it: plain text (a pipe) starts without it."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import itertools
+from typing import TYPE_CHECKING, Iterator
 
 from tcpvar.analyzers.connections import DIRECTIONS
 
@@ -46,7 +47,11 @@ CONN_COLUMNS = (  # header, alignment
 
 def conn_rows(capture: dict):
     """Two rows a connection: the statistics analyzers.connections.SUMMARY_STATS names."""
-    for conn in capture["connections"]:
+    return _rows(capture["connections"])
+
+
+def _rows(conns):
+    for conn in conns:
         for i, direction in enumerate(DIRECTIONS):
             s = conn[direction]
             ends = (conn["a"], conn["b"]) if direction == "a2b" else (conn["b"], conn["a"])
@@ -76,16 +81,30 @@ def connections_table(capture: dict) -> Table:
 def connections_text(capture: dict) -> str:
     """Per connection and direction, the figures people compare first, as
     plain aligned text: thousands of connections print in milliseconds."""
-    rows = list(conn_rows(capture))
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, (h, _) in enumerate(CONN_COLUMNS)]
-    line = "  ".join(f"{{:{a}{w}}}" for (_, a), w in zip(CONN_COLUMNS, widths)).format
-    out = [printable(f"{capture['path']}: {len(capture['connections'])} TCP connections"), "",
-           line(*(h for h, _ in CONN_COLUMNS)), "  ".join("-" * w for w in widths)]
-    for i, row in enumerate(rows):
-        out.append(line(*row).rstrip())
-        if i % 2:
-            out.append("")
-    return "\n".join(out)
+    conns = capture["connections"]
+    return "".join(connections_lines(capture["path"], len(conns), [conns]))
+
+
+def connections_lines(path: str, count: int, batches) -> Iterator[str]:
+    """connections_text() of @count connections given as @batches of them
+    (analyzers.connections.connection_batches), a batch at a time: the
+    columns are as wide as the first batch needs, and wider from a batch
+    that needs more."""
+    widths = [len(h) for h, _ in CONN_COLUMNS]
+    batches = iter(batches)
+    for n, batch in enumerate(itertools.chain([next(batches, [])], batches)):
+        rows = list(_rows(batch))
+        widths = [max([w] + [len(r[i]) for r in rows]) for i, w in enumerate(widths)]
+        line = "  ".join(f"{{:{a}{w}}}" for (_, a), w in zip(CONN_COLUMNS, widths)).format
+        out = [""] if n else [printable(f"{path}: {count} TCP connections"), "",
+                              line(*(h for h, _ in CONN_COLUMNS)),
+                              "  ".join("-" * w for w in widths)]
+        for i, row in enumerate(rows):
+            out.append(line(*row).rstrip())
+            if i % 2:
+                out.append("")
+        text = "\n".join(out)
+        yield text if text.endswith("\n") else text + "\n"
 
 
 def fairness_table(capture_path: str, result: dict) -> Table:

@@ -63,6 +63,25 @@ def test_bad_input_one_line(path, status, words, db):
     assert res.stdout == ""
 
 
+def test_table_read_in_batches(db, tmp_path, monkeypatch):
+    """The table of connections is read from the store a batch at a time:
+    with one connection a batch, the same lines, field for field, as when
+    they are read at once, under one heading (columns widen where a later
+    batch needs it)."""
+    from tcpvar.analyzers import connections
+
+    capture = FIXTURES / "iperf_4flows.pcap"
+    whole = tcpvar("analyze", "--db", db, capture)
+    monkeypatch.setattr(connections, "BATCH", 1)
+    batched = tcpvar("analyze", "--db", tmp_path / "other.duckdb", capture)
+    assert whole.returncode == batched.returncode == 0
+    def fields(text: str) -> list[list[str]]:       # the rule under the heading aside
+        return [line.split() for line in text.splitlines() if not line.startswith("-")]
+    assert fields(batched.stdout) == fields(whole.stdout)
+    assert batched.stdout.count(" TCP connections") == 1
+    assert len(whole.stdout.splitlines()) == 4 + 3 * 6 - 1
+
+
 def test_bad_input_keeps_what_is_stored(db):
     assert tcpvar_process("analyze", "--db", db, "-q", FIXTURES / "sll.pcap").returncode == 0
     res = tcpvar_process("analyze", "--db", db, BAD / "garbage.pcap")

@@ -6,6 +6,7 @@ computation (docs/analyze.md, "Limits")."""
 from __future__ import annotations
 
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -282,6 +283,33 @@ def test_memory_per_connection(tmp_path):
     res = subprocess.run([sys.executable, "-c", MEMORY, str(path)], capture_output=True,
                          text=True, check=True, timeout=300)
     assert int(res.stdout) / 100_000 < 1900
+
+
+PEAK = textwrap.dedent("""
+    import resource, sys
+    from tcpvar.cli.main import main
+
+    status = main(sys.argv[1:])
+    print(status, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+""")
+
+
+def test_table_of_many_connections_in_flat_memory(tmp_path):
+    """The table of 200,000 connections (a SYN flood) is read from the store
+    and printed a batch at a time: every connection is printed, and the
+    process peaks below 1 GB (1.2 GB when the whole table was read back
+    first; about 800 MB of it is the scanner's and DuckDB's)."""
+    path = tmp_path / "flood.pcap"
+    path.write_bytes(syn_flood(200_000))
+    res = subprocess.run([sys.executable, "-c", PEAK, "analyze", "--stats-only", "-q",
+                          "--db", str(tmp_path / "t.duckdb"), str(path)],
+                         env={**os.environ, "TCPVAR_MAX_CONNECTIONS": "200000"},
+                         capture_output=True, text=True, check=True, timeout=300)
+    status, peak_kb = map(int, res.stderr.split()[-2:])
+    assert status == 0
+    assert res.stdout.startswith(f"{path}: 200000 TCP connections\n")
+    assert sum(line[:10].strip().isdigit() for line in res.stdout.splitlines()) == 200_000
+    assert peak_kb < 1_000_000
 
 
 # ---- the throughput series ----
