@@ -45,6 +45,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import threading
@@ -69,6 +70,11 @@ MANY_RUNS = 2000
 MANY_PARALLEL = 6
 MANY_RUN_BYTES = "2600K"   # ~2.5 k packets per run incl. its control connection
 MANY_RUN_RATE = 150        # Mbit/s per run (iperf3 -b)
+LOSSY_RATE = 500           # Mbit/s through the rate limit, unpaced flows
+LOSSY_QUEUE_KB = 1000      # its queue: about 700 full segments (about 2% of them dropped)
+SHORT_RUNS = 500           # x ~2.5 k packets -> ~1.2 M packets, 1,000 connections
+ONEWAY_PACKETS = 600_000    # tcptrace slows down with the segments it keeps awaiting an ACK
+MILLION = 1_000_000
 
 
 def log(*a: object) -> None:
@@ -234,7 +240,113 @@ def profile_many(net: VethPair, out: Path, a: argparse.Namespace) -> dict:
                        "run_rate_mbit": a.run_rate}}
 
 
-PROFILES = {"bulk": profile_bulk, "many": profile_many}
+def profile_lossy(net: VethPair, out: Path, a: argparse.Namespace) -> dict:
+    """bulk's flows, unpaced, through a rate limit with a short queue on the
+    senders' side: the capture (after the queue, as on the wire) holds the
+    retransmissions of every segment the queue dropped."""
+    net.bed.run("client", ["tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
+                           "rate", f"{a.lossy_rate}mbit", "burst", "32kb",
+                           "limit", f"{a.lossy_queue_kb}kb"])
+    net.iperf_server(5201, once=True)
+    td = net.tcpdump(out, a.buffer_kib)
+    t0 = time.time()
+    cl = net.iperf_client(5201, ["-P", str(a.flows), "-t", str(a.seconds)])
+    res = iperf_result(cl, a.seconds + 60)
+    elapsed = time.time() - t0
+    stats = net.stop_tcpdump(td)
+    qdisc = net.bed.run("client", ["tc", "-s", "qdisc", "show", "dev", "eth0"])
+    m = re.search(r"dropped (\d+)", qdisc)
+    drops = int(m.group(1)) if m else None
+    log(f"lossy: {a.flows} flows through {a.lossy_rate} Mbit/s, {a.lossy_queue_kb} kB queue for "
+        f"{a.seconds} s: {res['mbit_s']} Mbit/s, {res['retransmits']} retransmits, "
+        f"{drops} queue drops")
+    return {"description": f"iperf3 -P {a.flows} -t {a.seconds} through tbf rate "
+                           f"{a.lossy_rate}mbit limit {a.lossy_queue_kb}kb on the senders' side "
+                           f"({drops} drops at the queue, {res['retransmits']} retransmits)",
+            "expected_connections": a.flows + 1, "traffic_seconds": round(elapsed, 1),
+            "iperf3": res, "tcpdump": stats, "queue_drops": drops,
+            "params": {"flows": a.flows, "seconds": a.seconds, "rate_mbit": a.lossy_rate,
+                       "queue_kb": a.lossy_queue_kb}}
+
+
+def profile_short(net: VethPair, out: Path, a: argparse.Namespace) -> dict:
+    """many's traffic at a quarter of its runs: about a million packets in
+    1,000 connections, where the fixed cost of a process still weighs."""
+    return profile_many(net, out, argparse.Namespace(**{**vars(a), "runs": a.short_runs}))
+
+
+PROFILES = {"bulk": profile_bulk, "many": profile_many, "lossy": profile_lossy,
+            "short": profile_short}
+# made from other captures or written out, without namespaces or root
+DERIVED = {"oneway", "million"}
+
+
+def derive_oneway(out: Path, a: argparse.Namespace) -> dict:
+    """The data direction of the bulk capture alone (no ACKs), as a capture
+    on one side of an asymmetric route or with a filter on the data has it."""
+    bulk = Path(a.out) / "bulk.pcap"
+    if not bulk.exists():
+        raise RuntimeError(f"{bulk} is missing: make the bulk profile first")
+    run(["tcpdump", "-r", str(bulk), "-c", str(a.oneway_packets), "-w", str(out),
+         f"src host {CLI4}"], timeout=900)
+    return {"description": f"the first {a.oneway_packets:,} packets of bulk.pcap from {CLI4} "
+                           f"(the senders' data, no ACKs): tcpdump -r bulk.pcap -c "
+                           f"{a.oneway_packets} 'src host {CLI4}'",
+            "params": {"from": "bulk.pcap", "filter": f"src host {CLI4}",
+                       "packets": a.oneway_packets}}
+
+
+def _checksum(b: bytes) -> int:
+    s = sum(struct.unpack(f"!{len(b) // 2}H", b))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def derive_million(out: Path, a: argparse.Namespace) -> dict:
+    """A million short connections, written out: each a SYN from a client of
+    its own to 198.18.0.2:80 and the server's RST (the port is closed), one
+    packet every 7 µs, as a scan or a flood answered by resets looks."""
+    eth = bytes.fromhex("02005e200002" "02005e100001" "0800")
+    us = 1_700_000_000 * 10**6
+    with out.open("wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 54, 1))
+        for i in range(a.connections):
+            client = bytes([10, (i >> 16) & 255, (i >> 8) & 255, i & 255])
+            port = 1024 + i % 60000
+            for up, flags, seq, ack in ((True, 0x02, 1000, 0), (False, 0x14, 0, 1001)):
+                src, dst, sport, dport = (client, bytes([198, 18, 0, 2]), port, 80) if up \
+                    else (bytes([198, 18, 0, 2]), client, 80, port)
+                ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, i & 0xFFFF, 0x4000, 64, 6, 0,
+                                 src, dst)
+                ip = ip[:10] + struct.pack("!H", _checksum(ip)) + ip[12:]
+                tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags,
+                                  0 if flags & 0x04 else 64240, 0, 0)
+                us += 7
+                f.write(struct.pack("<IIII", us // 10**6, us % 10**6, 54, 54) + eth + ip + tcp)
+    return {"description": f"{a.connections:,} connections written out, each a SYN and the "
+                           f"server's RST, 7 µs apart (a scan or a flood answered by resets)",
+            "params": {"connections": a.connections}}
+
+
+def derive(profile: str, a: argparse.Namespace) -> int:
+    outdir = Path(a.out)
+    outdir.mkdir(parents=True, exist_ok=True)
+    final, part = outdir / f"{profile}.pcap", outdir / f"{profile}.pcap.part"
+    log(f"writing profile {profile!r} into {final} ...")
+    try:
+        info = (derive_oneway if profile == "oneway" else derive_million)(part, a)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise
+    os.replace(part, final)
+    info.update({"profile": profile, "file": final.name, "size_bytes": final.stat().st_size,
+                 "packets": capinfos_packets(final), "snaplen": 54 if profile == "million" else SNAPLEN,
+                 "created": dt.datetime.now().astimezone().isoformat(timespec="seconds")})
+    (outdir / f"{profile}.json").write_text(json.dumps(info, indent=2) + "\n")
+    print(f"{profile}: {final}  {info['packets'] or 0:,} packets  {info['size_bytes']/1e6:,.1f} MB",
+          flush=True)
+    return 0
 
 
 def capinfos_packets(path: Path) -> int | None:
@@ -300,22 +412,37 @@ def main() -> int:
     g.add_argument("--run-bytes", default=MANY_RUN_BYTES, help=f"iperf3 -n per run (default {MANY_RUN_BYTES})")
     g.add_argument("--run-rate", type=int, default=MANY_RUN_RATE,
                    help=f"Mbit/s per run, iperf3 -b (default {MANY_RUN_RATE})")
+    g = ap.add_argument_group("lossy (also --flows, --seconds)")
+    g.add_argument("--lossy-rate", type=int, default=LOSSY_RATE,
+                   help=f"Mbit/s of the rate limit (default {LOSSY_RATE})")
+    g.add_argument("--lossy-queue-kb", type=int, default=LOSSY_QUEUE_KB,
+                   help=f"its queue in kB (default {LOSSY_QUEUE_KB})")
+    g = ap.add_argument_group("short (also the many options)")
+    g.add_argument("--short-runs", type=int, default=SHORT_RUNS,
+                   help=f"iperf3 runs (default {SHORT_RUNS})")
+    g = ap.add_argument_group("oneway")
+    g.add_argument("--oneway-packets", type=int, default=ONEWAY_PACKETS,
+                   help=f"packets taken from bulk.pcap (default {ONEWAY_PACKETS:,})")
+    g = ap.add_argument_group("million")
+    g.add_argument("--connections", type=int, default=MILLION,
+                   help=f"connections written (default {MILLION:,})")
     a = ap.parse_args()
-    profiles = a.profiles or list(PROFILES)
+    profiles = a.profiles or ["bulk", "many"]
     for p in profiles:
-        if p not in PROFILES:
-            ap.error(f"unknown profile {p!r} (choose from {', '.join(PROFILES)})")
-    if os.geteuid() != 0:
+        if p not in PROFILES and p not in DERIVED:
+            ap.error(f"unknown profile {p!r} (choose from {', '.join([*PROFILES, *DERIVED])})")
+    recorded = [p for p in profiles if p in PROFILES]
+    if recorded and os.geteuid() != 0:
         print("must run as root (network namespaces, tcpdump)", file=sys.stderr)
         return 2
-    for tool in ("ip", "ethtool", "tcpdump", "iperf3", "ss"):
+    for tool in ("ip", "ethtool", "tcpdump", "iperf3", "ss") if recorded else ("tcpdump",):
         if not shutil.which(tool):
             print(f"missing tool: {tool}", file=sys.stderr)
             return 2
 
     rc = 0
     for p in profiles:
-        rc = max(rc, make(p, a))
+        rc = max(rc, make(p, a) if p in PROFILES else derive(p, a))
     return rc
 
 

@@ -49,6 +49,10 @@ from tcpvar.capture.testbed import run_script
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_WORK = HERE / "work"
+# the profiles run without arguments, in this order: make_capture.py's, and a
+# small capture of the repository for the fixed cost of a process
+PROFILES = ("bulk", "many", "oneway", "lossy", "short", "million")
+SMALL = HERE.parent / "fixtures" / "pcaps" / "iperf_4flows.pcap"
 DEFAULT_RESULTS = HERE / "RESULTS.md"
 
 RESULTS_HEADER = """# tcpvar benchmark results
@@ -293,6 +297,10 @@ def bench_capture(path: Path, a: argparse.Namespace, tcpvar: list[str], tmp_root
     warm_cache(path)
     f = str(path)
 
+    # tcpvar refuses more connections than TCPVAR_MAX_CONNECTIONS (a bound on
+    # memory); the bench lets it read all the capture holds
+    os.environ["TCPVAR_MAX_CONNECTIONS"] = str(max(100_000, 2 * facts["connections_tcptrace"]))
+
     def tcpvar_cmd(stats_only: bool, db: Path) -> list[str]:
         if stats_only:
             return tcpvar + ["analyze", "--stats-only", "--db", str(db), "-q", f]
@@ -455,6 +463,39 @@ def section(profile: str, res: dict, mach: dict, vers: dict) -> str:
     return "\n".join(L) + "\n"
 
 
+def medians(res: dict) -> dict[str, dict]:
+    """Per tool: median seconds and the largest peak MB of its runs."""
+    return {key: {"seconds": statistics.median(r["seconds"] for r in rs),
+                  "mb": max(r["maxrss_kb"] for r in rs) / 1024}
+            for key, rs in res["runs"].items() if rs}
+
+
+def summary(done: list[tuple[str, dict]]) -> str:
+    """One table over the profiles of this run: the issue's aims side by side."""
+    when = max(res["when"] for _, res in done).strftime("%Y-%m-%d %H:%M %Z")
+    L = [f"## Summary of one run — {when}", "",
+         "Each profile's section below has its runs; ratios are tcptrace's seconds over "
+         "tcpvar's (above 1× = tcpvar faster), peak MB is the process's.", "",
+         "| profile | packets | connections | end to end s | --stats-only s | tcptrace s "
+         "| end to end vs tcptrace | --stats-only vs tcptrace | peak MB tcpvar / tcptrace |",
+         "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for profile, res in done:
+        med, fx = medians(res), res["facts"]
+
+        def sec(key: str) -> str:
+            return f"{med[key]['seconds']:.2f}" if key in med else "failed"
+
+        def vs(key: str) -> str:
+            if key in med and "tcptrace" in med:
+                return ratio(med["tcptrace"]["seconds"] / med[key]["seconds"])
+            return "–"
+        mb = " / ".join(f"{med[k]['mb']:,.0f}" if k in med else "–" for k in ("tcpvar", "tcptrace"))
+        L.append(f"| {profile} | {fmt_int(fx['packets'])} | {fmt_int(fx['connections_tcptrace'])} | "
+                 f"{sec('tcpvar')} | {sec('tcpvar-stats')} | {sec('tcptrace')} | {vs('tcpvar')} | "
+                 f"{vs('tcpvar-stats')} | {mb} |")
+    return "\n".join(L) + "\n"
+
+
 def write_results(path: Path, profile: str, text: str) -> None:
     start, end = f"<!-- bench:{profile} -->", f"<!-- /bench:{profile} -->"
     body = path.read_text() if path.exists() else RESULTS_HEADER
@@ -471,7 +512,8 @@ def write_results(path: Path, profile: str, text: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("captures", nargs="*", help="pcap files (default: bench/work/bulk.pcap and many.pcap)")
+    ap.add_argument("captures", nargs="*", help="pcap files (default: every profile in bench/work/ "
+                                                "and the small fixtures/pcaps/iperf_4flows.pcap)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per tool, median reported (default 3; tshark 1)")
     ap.add_argument("--no-tshark", action="store_true", help="skip tshark (slow on big captures)")
     ap.add_argument("--work", default=str(DEFAULT_WORK), help="work folder for temporary DuckDB files")
@@ -484,8 +526,8 @@ def main() -> int:
     a = ap.parse_args()
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
-    caps = [Path(c) for c in a.captures] or [p for p in (DEFAULT_WORK / "bulk.pcap", DEFAULT_WORK / "many.pcap")
-                                              if p.exists()]
+    caps = [Path(c) for c in a.captures] or [
+        p for p in [DEFAULT_WORK / f"{name}.pcap" for name in PROFILES] + [SMALL] if p.exists()]
     if not caps:
         ap.error("no captures given and none in bench/work/ (make them with bench/make_capture.py)")
     for c in caps:
@@ -504,16 +546,22 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     rc = 0
     tmp_root = Path(tempfile.mkdtemp(prefix="bench-tmp-", dir=work))
+    done: list[tuple[str, dict]] = []
     try:
         for c in caps:
             res = bench_capture(c.resolve(), a, tcpvar, tmp_root)
             side = res["facts"].get("sidecar", {})
-            profile = a.profile or side.get("profile") or c.stem
+            profile = a.profile or side.get("profile") or ("small" if c.resolve() == SMALL.resolve() else c.stem)
             text = section(profile, res, mach, vers)
             write_results(Path(a.results), profile, text)
             print(text, flush=True)
+            done.append((profile, res))
             if res["failed"]:
                 rc = 1
+        if len(done) > 1:
+            text = summary(done)
+            write_results(Path(a.results), "summary", text)
+            print(text, flush=True)
     finally:
         if a.keep_db:
             log(f"DuckDB files kept in {tmp_root}")

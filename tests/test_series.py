@@ -111,11 +111,11 @@ def test_sparse_series_holds_tshark_bytes_per_interval(tmp_path, monkeypatch, na
     keeps only its intervals with data and the empty one on each side: the
     intervals with data hold tshark's segments and bytes as a dense series
     does, and every empty interval kept lies beside one with data."""
-    from conftest import FIXTURES
-
     from tcpvar.analyzers import series
     from tcpvar.pipelines.analyze import AnalyzeOptions, analyze_capture
     from tcpvar.store import Store
+
+    from conftest import FIXTURES
 
     monkeypatch.setattr(series, "MAX_SPAN", 1)
     path = FIXTURES / name
