@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from tcpvar.store.db import one
+
 from .sqlfiles import sql
 
 CONN_FIELDS = ("ip_version", "start_s", "connection_duration_s", "total_packets",
@@ -27,14 +29,29 @@ def endpoint(addr: str, port: int, ip_version: int) -> str:
 def connections(con, capture_id: int, brief: bool = False) -> list[dict]:
     """Every connection of a capture: endpoints, then a2b and b2a statistics,
     all of them or, @brief, only SUMMARY_STATS."""
-    return [conn for batch in connection_batches(con, capture_id, brief) for conn in batch]
+    return _read(con, capture_id, brief, 0, 2**32)
+
+
+def connection_count(con, capture_id: int) -> int:
+    return one(con, "SELECT count(*) FROM connections WHERE capture_id = $1", [capture_id])[0]
 
 
 def connection_batches(con, capture_id: int, brief: bool = False) -> Iterator[list[dict]]:
-    """connections(), BATCH connections at a time: a capture of a million
-    connections is read back (and printed) in flat memory."""
-    size = BATCH
-    query, params = sql("connections"), {"capture_id": capture_id}
+    """connections(), BATCH connections at a time, each batch a query of its
+    own: a capture of a million connections is read back (and printed) in
+    flat memory."""
+    last = one(con, "SELECT max(conn) FROM connections WHERE capture_id = $1",
+               [capture_id])[0] or 0
+    for first in range(1, last + 1, BATCH):
+        batch = _read(con, capture_id, brief, first, first + BATCH - 1)
+        if batch:
+            yield batch
+
+
+def _read(con, capture_id: int, brief: bool, first: int, last: int) -> list[dict]:
+    """The connections numbered @first to @last."""
+    query = sql("connections")
+    params = {"capture_id": capture_id, "first_conn": first, "last_conn": last}
     stats = SUMMARY_STATS if brief else None     # bench/levers.py sets it None: all
     if stats is not None:
         query = (f"SELECT COLUMNS(lambda c: list_contains($keep, c)) FROM ({query}) "
@@ -42,28 +59,23 @@ def connection_batches(con, capture_id: int, brief: bool = False) -> Iterator[li
         params["keep"] = [*HEAD, "packets", *stats]
     cur = con.execute(query, params)
     names = [d[0] for d in cur.description]
-    first = names.index("packets")                  # the direction's statistics from here
-    stat_names = names[first:]
-    at = {name: i for i, name in enumerate(names[:first])}
+    first_stat = names.index("packets")             # the direction's statistics from here
+    stat_names = names[first_stat:]
+    at = {name: i for i, name in enumerate(names[:first_stat])}
     conn_at, a_at, a_port, b_at, b_port, ver = (at[k] for k in (
         "conn", "a_addr", "a_port", "b_addr", "b_port", "ip_version"))
     fields = [(k, at[k]) for k in CONN_FIELDS if k != "connection_duration_s"] + \
         [("duration_s", at["connection_duration_s"])]
     out: list[dict] = []
-    while rows := cur.fetchmany(2 * size):
-        for row in rows:
-            if row[1] == 0:                         # dir: a connection's first row
-                if len(out) == size:
-                    yield out
-                    out = []
-                conn = {"id": row[conn_at], "a": endpoint(row[a_at], row[a_port], row[ver]),
-                        "b": endpoint(row[b_at], row[b_port], row[ver])}
-                for key, i in fields:
-                    conn[key] = row[i]
-                out.append(conn)
-            out[-1][DIRECTIONS[row[1]]] = dict(zip(stat_names, row[first:]))
-    if out:
-        yield out
+    for row in cur.fetchall():
+        if row[1] == 0:                             # dir: a connection's first row
+            conn = {"id": row[conn_at], "a": endpoint(row[a_at], row[a_port], row[ver]),
+                    "b": endpoint(row[b_at], row[b_port], row[ver])}
+            for key, i in fields:
+                conn[key] = row[i]
+            out.append(conn)
+        out[-1][DIRECTIONS[row[1]]] = dict(zip(stat_names, row[first_stat:]))
+    return out
 
 
 def capture_info(con, capture_id: int) -> dict:

@@ -119,9 +119,8 @@ def _shown_with_table(outcome, store) -> None:
     """_shown(), then the file's table of connections, read from the store a
     batch at a time (memory stays flat whatever their number), and its
     fairness."""
-    from tcpvar.analyzers.connections import connection_batches
+    from tcpvar.analyzers.connections import connection_batches, connection_count
     from tcpvar.report import tables, terminal
-    from tcpvar.store.db import one
 
     _shown(outcome)
     cap = outcome.doc
@@ -129,9 +128,8 @@ def _shown_with_table(outcome, store) -> None:
         return
     batches = [cap["connections"]] if cap["connections"] is not None else \
         connection_batches(store.con, cap["capture_id"], brief=True)
-    count = len(cap["connections"]) if cap["connections"] is not None else one(
-        store.con, "SELECT count(*) FROM connections WHERE capture_id = $1",
-        [cap["capture_id"]])[0]
+    count = len(cap["connections"]) if cap["connections"] is not None else \
+        connection_count(store.con, cap["capture_id"])
     if terminal.stdout_is_terminal() and count <= RICH_MAX:
         conns = [c for batch in batches for c in batch]
         terminal.show(tables.connections_table({**cap, "connections": conns}))

@@ -61,23 +61,29 @@ def fingerprint(path: Path) -> str:
 
 
 def _load_packets(store, capture_id: int, scan: Scan, read: Callable[[int], None],
-                  stop: threading.Event | None) -> str:
-    """Drain the scan into the capture's packet segments; return the final
-    status."""
+                  stop: threading.Event | None) -> tuple[str, list[tuple]]:
+    """Drain the scan into the capture's packet segments, and the
+    connections that retired during it into their tables; return the final
+    status and the retired connections' hardware copies (_copies_warnings)."""
+    copies: list[tuple] = []
     with _interrupt_between_batches(stop) as interrupted, \
             SegmentWriters(store, segments.folder(store.packets, capture_id)) as writers:
         while True:
-            status = _load_next(writers, scan.queue, read)
+            status, gone = _load_next(writers, scan.queue, read)
+            if gone is not None:
+                with store.transaction() as con:
+                    copies += _insert_connections(con, capture_id, *gone)
             if interrupted():           # the last batch's too
                 raise KeyboardInterrupt
             if status != "more":
-                return status
+                return status, copies
 
 
-def _load_next(writers: SegmentWriters, q: queue.Queue, read: Callable[[int], None]) -> str:
+def _load_next(writers: SegmentWriters, q: queue.Queue, read: Callable[[int], None]):
     """Hand the next batch the scanner made to the writers, tell @read how
-    many bytes of the file are behind; return its status."""
-    kind, status, batch, position = q.get()
+    many bytes of the file are behind; return its status and the tables of
+    the connections that retired with it (or None)."""
+    kind, status, batch, position, gone = q.get()
     if kind == "error":
         raise _pcapscan.ScanError(status)
     if kind == "crash":
@@ -86,7 +92,7 @@ def _load_next(writers: SegmentWriters, q: queue.Queue, read: Callable[[int], No
         writers.submit(batch)
     if position is not None and position >= 0:
         read(position)
-    return status
+    return status, gone
 
 
 @contextlib.contextmanager
@@ -106,19 +112,38 @@ def _interrupt_between_batches(stop: threading.Event | None):
         signal.signal(signal.SIGINT, previous)
 
 
-def _store_connections(con, capture_id: int, scanner) -> tuple[int, list[str]]:
-    """Connections, their raw per-direction counters and the retransmission
-    episodes: a few rows per connection, which DuckDB reads from the
-    scanner's Arrow streams. Returns their number and what the counters
-    warn of."""
+def _store_connections(con, capture_id: int, scanner,
+                       copies: list[tuple]) -> tuple[int, list[str]]:
+    """The connections still live at the end, their raw per-direction
+    counters, and the retransmission episodes: a few rows per connection,
+    which DuckDB reads from the scanner's Arrow streams. Returns the
+    capture's number of connections and what the counters (with @copies,
+    the retired connections') warn of."""
     conns, stats = scanner.connections()
-    if not conns.rows:
-        return 0, []
+    if conns.rows:
+        copies = copies + _insert_connections(con, capture_id, conns, stats)
     events = scanner.events()
+    try:
+        con.register("_tv_events", events)
+        con.execute("""
+            INSERT INTO retransmit_events
+            SELECT $1, conn, dir, frame, ts_ns,
+                   CASE kind WHEN 1 THEN 'timeout' ELSE 'fast' END,
+                   seq, len, silence_ns / 1e6, dupacks, backoff
+            FROM _tv_events""", [capture_id])
+    finally:
+        con.unregister("_tv_events")
+    n = one(con, "SELECT count(*) FROM connections WHERE capture_id = $1", [capture_id])[0]
+    return n, _copies_warnings(sorted(copies))
+
+
+def _insert_connections(con, capture_id: int, conns, stats) -> list[tuple]:
+    """Rows of connections and of their directions' counters, from the
+    scanner's tables; returns their hardware copies (conn, dir, copies,
+    dropped) where there were any."""
     try:
         con.register("_tv_conns", conns)
         con.register("_tv_stats", stats)
-        con.register("_tv_events", events)
         con.execute("""
             INSERT INTO connections
             SELECT $1, id, family, a_addr, a_port, b_addr, b_port, first_ns, last_ns,
@@ -126,18 +151,11 @@ def _store_connections(con, capture_id: int, scanner) -> tuple[int, list[str]]:
             FROM _tv_conns""", [capture_id])
         con.execute("INSERT INTO dir_counters BY NAME SELECT $1 AS capture_id, "
                     "* EXCLUDE (hw_copies) FROM _tv_stats", [capture_id])
-        con.execute("""
-            INSERT INTO retransmit_events
-            SELECT $1, conn, dir, frame, ts_ns,
-                   CASE kind WHEN 1 THEN 'timeout' ELSE 'fast' END,
-                   seq, len, silence_ns / 1e6, dupacks, backoff
-            FROM _tv_events""", [capture_id])
-        copies = con.execute("SELECT conn, dir, hw_copies, hw_dups FROM _tv_stats "
-                             "WHERE hw_copies > 0 ORDER BY conn, dir").fetchall()
+        return con.execute("SELECT conn, dir, hw_copies, hw_dups FROM _tv_stats "
+                           "WHERE hw_copies > 0").fetchall()
     finally:
-        for name in ("_tv_conns", "_tv_stats", "_tv_events"):
+        for name in ("_tv_conns", "_tv_stats"):
             con.unregister(name)
-    return conns.rows, _copies_warnings(copies)
 
 
 def _copies_warnings(copies: list[tuple]) -> list[str]:
@@ -202,7 +220,7 @@ def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | N
 
     try:
         with store.memory_limit(LOAD_MEMORY):
-            status = _load_packets(store, capture_id, scan, read, stop)
+            status, copies = _load_packets(store, capture_id, scan, read, stop)
     except _pcapscan.ScanError as exc:
         raise scan_error(path, str(exc)) from None
     scan.thread.join()                  # it handed over its last batch
@@ -222,7 +240,7 @@ def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | N
         warnings.append(f"{n} record{' has a time' if n == 1 else 's have times'} before "
                         f"1970 or after 2262, left out")
     with store.transaction():
-        nconn, conn_warnings = _store_connections(con, capture_id, scanner)
+        nconn, conn_warnings = _store_connections(con, capture_id, scanner, copies)
         warning = "; ".join(warnings + conn_warnings) or None
         con.execute("""
             UPDATE captures SET link_type = $2, link_name = $3, frames = $4, tcp_packets = $5,

@@ -20,14 +20,20 @@ from . import _pcapscan
 
 BATCH_ROWS = segments.ROWS  # packets per batch (~10 MB of columns), one segment file
 QUEUE_DEPTH = 4           # batches read ahead of the writers (and while the store opens)
-STATS_STEP = 1 << 21      # segments analysed per step without packets (a progress step)
+STATS_STEP = 1 << 18      # segments analysed a step without packets (with its retirements)
 
-# Connections tracked per capture: each costs about 5 kB at the peak (1.5 kB
-# in the scanner, the rest as it is stored), so a capture of a million SYNs
-# (a 56-70 MB file) cannot take gigabytes: at the limit, about 0.6 GB. 25 times
-# the ~4,000 of the bench's "many" capture; TCPVAR_MAX_CONNECTIONS raises it.
+# Live connections tracked per capture: each costs about 5 kB at the peak
+# (1.5 kB in the scanner, the rest as it is stored), so a capture of a
+# million SYNs that never end (a 56-70 MB file) cannot take gigabytes: at the
+# limit, about 0.6 GB. 25 times the ~4,000 of the bench's "many" capture;
+# TCPVAR_MAX_CONNECTIONS raises it.
 MAX_CONNECTIONS = 100_000
 MAX_CONNECTIONS_ENV = "TCPVAR_MAX_CONNECTIONS"
+# Beyond this many live connections, those that ended (a RST, or a FIN each
+# way) a second of capture time ago retire: their rows are stored while the
+# scan goes on and the scanner frees them (flows.h), so a capture of a
+# million short connections keeps about this many in memory, not a million.
+RETIRE_ABOVE = 50_000
 
 
 def max_connections() -> int:
@@ -52,6 +58,7 @@ class ScanOptions:
     hwdup_us: float = 0.0     # 0: no hardware-duplicate detection
     series_ms: float = 0.0    # the throughput series' interval, summed during the scan (0: not)
     max_connections: int = field(default_factory=max_connections)  # more: an InputError
+    retire_above: int = RETIRE_ABOVE
 
 
 class GzipFeed:
@@ -159,13 +166,14 @@ class Scan:
         try:
             while not self.done.is_set():
                 status, batch = self.scanner.step()
-                self._hand_over(("batch", status, batch, (self.feed or self.scanner).position))
+                self._hand_over(("batch", status, batch, (self.feed or self.scanner).position,
+                                 self.scanner.gone()))
                 if status != "more":
                     return
         except _pcapscan.ScanError as exc:
-            self._hand_over(("error", str(exc), None, None))
+            self._hand_over(("error", str(exc), None, None, None))
         except BaseException as exc:          # reported by the loader thread
-            self._hand_over(("crash", exc, None, None))
+            self._hand_over(("crash", exc, None, None, None))
 
     def _hand_over(self, item: tuple) -> None:
         """Queue @item for the loader, unless the loader has stopped taking any."""
@@ -207,6 +215,7 @@ def _open_scanner(path: Path, options: ScanOptions):
                                     interval_ms=options.series_ms,
                                     hwdup_us=options.hwdup_us,
                                     max_connections=options.max_connections,
+                                    retire_above=options.retire_above,
                                     fd=feed.read_fd if feed else -1)
     except _pcapscan.ScanError as exc:
         if feed:                        # its read end went with the Scanner

@@ -232,7 +232,7 @@ def test_connections_beyond_the_limit(db, tmp_path, monkeypatch):
     res, _ = analyze(db, more)
     assert res.returncode == 3
     line = one_error_line(res)
-    assert f"{more}: more than 50 TCP connections (the connection limit)" in line
+    assert f"{more}: more than 50 TCP connections open at once (the connection limit)" in line
     assert "TCPVAR_MAX_CONNECTIONS=N raises the limit to N" in line
 
 

@@ -111,6 +111,11 @@ struct tv_flows {
 	struct tv_event *events;
 	size_t nevents, capevents;
 	int full;		/* a connection beyond opts.max_conns was refused */
+	size_t live;		/* connections not retired */
+	size_t oldest;		/* no live connection below this index */
+	uint64_t next_sweep;	/* capture time of the next look for ended ones */
+	struct tv_conn_info *gone;	/* retired, not yet taken */
+	size_t ngone, capgone;
 };
 
 static uint64_t hash_key(const struct key *k)
@@ -166,22 +171,29 @@ struct tv_flows *tv_flows_new(const struct tv_flow_opts *opts)
 	return f;
 }
 
+static void free_conn(struct conn *c)
+{
+	if (!c)
+		return;
+	free(c->h[0].ring);
+	free(c->h[1].ring);
+	free(c->h[0].holes);
+	free(c->h[1].holes);
+	free(c);
+}
+
 void tv_flows_free(struct tv_flows *f)
 {
 	size_t i;
 
 	if (!f)
 		return;
-	for (i = 0; i < f->nconns; i++) {
-		free(f->conns[i]->h[0].ring);
-		free(f->conns[i]->h[1].ring);
-		free(f->conns[i]->h[0].holes);
-		free(f->conns[i]->h[1].holes);
-		free(f->conns[i]);
-	}
+	for (i = 0; i < f->nconns; i++)
+		free_conn(f->conns[i]);
 	free(f->conns);
 	free(f->slots);
 	free(f->events);
+	free(f->gone);
 	free(f);
 }
 
@@ -225,7 +237,7 @@ static struct conn *new_conn(struct tv_flows *f, const struct key *k,
 	struct conn *c;
 
 	/* a capture of many connections (a SYN flood) must not take all memory */
-	if (f->opts.max_conns && f->nconns >= f->opts.max_conns) {
+	if (f->opts.max_conns && f->live >= f->opts.max_conns) {
 		f->full = 1;
 		return NULL;
 	}
@@ -253,6 +265,7 @@ static struct conn *new_conn(struct tv_flows *f, const struct key *k,
 	init_half(&c->h[0]);
 	init_half(&c->h[1]);
 	f->conns[f->nconns++] = c;
+	f->live++;
 	return c;
 }
 
@@ -288,6 +301,7 @@ static int same_tuple(const struct conn *c, const struct tv_segment *seg)
 
 static struct conn *lookup_slow(struct tv_flows *f, const struct tv_segment *seg,
 				uint64_t ts, int *dir);
+static int retire_ended(struct tv_flows *f, uint64_t now, uint64_t quiet);
 
 static struct conn *lookup(struct tv_flows *f, const struct tv_segment *seg,
 			   uint64_t ts, int *dir)
@@ -307,8 +321,10 @@ static struct conn *lookup_slow(struct tv_flows *f, const struct tv_segment *seg
 	struct key k;
 	size_t j;
 	struct conn *c;
+	int retired = 0;
 
 	make_key(seg, &k);
+again:
 	j = hash_key(&k) & (f->nslots - 1);
 	for (;;) {
 		uint32_t idx = f->slots[j];
@@ -320,15 +336,20 @@ static struct conn *lookup_slow(struct tv_flows *f, const struct tv_segment *seg
 			*dir = same_tuple(c, seg);
 			if (!starts_new_conn(c, *dir, seg))
 				return c;
-			c = new_conn(f, &k, seg, ts);
-			if (c)
-				f->slots[j] = c->id;
-			*dir = 0;
-			return c;
+			break;		/* a new connection takes this slot */
 		}
 		j = (j + 1) & (f->nslots - 1);
 	}
-	if ((f->nconns + 1) * 2 > f->nslots) {
+	/* at the limit, the connections that ended retire at once rather than
+	 * the capture be refused; the slots move, so look again */
+	if (f->opts.max_conns && f->live >= f->opts.max_conns && f->opts.live_soft &&
+	    !retired) {
+		retired = 1;
+		if (retire_ended(f, ts, 0) < 0)
+			return NULL;
+		goto again;
+	}
+	if (!f->slots[j] && (f->live + 1) * 2 > f->nslots) {
 		if (grow_slots(f) < 0)
 			return NULL;
 		j = hash_key(&k) & (f->nslots - 1);
@@ -1000,6 +1021,8 @@ static int window_shift(const struct conn *c, int dir)
 	return c->h[dir].st.wscale_offered;
 }
 
+static int sweep(struct tv_flows *f, uint64_t now);
+
 int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 		 const struct tv_segment *seg, struct tv_pkt_result *out)
 {
@@ -1009,6 +1032,8 @@ int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 	int dir, shift;
 	uint32_t win;
 
+	if (sweep(f, ts) < 0)
+		return -1;
 	c = lookup(f, seg, ts, &dir);
 	if (!c)
 		return f->full ? TV_FLOWS_FULL : -1;
@@ -1071,9 +1096,115 @@ size_t tv_flows_count(const struct tv_flows *f)
 	return f->nconns;
 }
 
-void tv_flows_info(const struct tv_flows *f, size_t i, struct tv_conn_info *out)
+static void conn_info(const struct conn *c, struct tv_conn_info *out);
+
+int tv_flows_info(const struct tv_flows *f, size_t i, struct tv_conn_info *out)
 {
-	const struct conn *c = f->conns[i];
+	if (!f->conns[i])
+		return 0;
+	conn_info(f->conns[i], out);
+	return 1;
+}
+
+/* Take @c's slot out of the open addressing table, if it holds it (an
+ * older connection on a reused 4-tuple has none), shifting back the
+ * entries after it that would no longer be found. */
+static void unslot(struct tv_flows *f, const struct conn *c)
+{
+	size_t mask = f->nslots - 1, i, j, home;
+
+	i = hash_key(&c->key) & mask;
+	while (f->slots[i] != c->id) {
+		if (!f->slots[i])
+			return;
+		i = (i + 1) & mask;
+	}
+	for (j = (i + 1) & mask; f->slots[j]; j = (j + 1) & mask) {
+		home = hash_key(&f->conns[f->slots[j] - 1]->key) & mask;
+		/* the entry at j may move to i unless its home lies in (i, j] */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			f->slots[i] = f->slots[j];
+			i = j;
+		}
+	}
+	f->slots[i] = 0;
+}
+
+static int retire(struct tv_flows *f, size_t i)
+{
+	struct conn *c = f->conns[i];
+
+	if (f->ngone == f->capgone) {
+		size_t n = f->capgone ? f->capgone * 2 : 1024;
+		struct tv_conn_info *v = realloc(f->gone, n * sizeof(*v));
+
+		if (!v)
+			return -1;
+		f->gone = v;
+		f->capgone = n;
+	}
+	conn_info(c, &f->gone[f->ngone++]);
+	unslot(f, c);
+	if (f->last == c)
+		f->last = NULL;
+	f->conns[i] = NULL;
+	f->live--;
+	free_conn(c);
+	return 0;
+}
+
+/* Retire the ended connections silent since @now - @quiet. */
+static int retire_ended(struct tv_flows *f, uint64_t now, uint64_t quiet)
+{
+	size_t i;
+
+	while (f->oldest < f->nconns && !f->conns[f->oldest])
+		f->oldest++;
+	for (i = f->oldest; i < f->nconns; i++) {
+		const struct conn *c = f->conns[i];
+
+		if (!c || !(c->reset || (c->h[0].fin_seen && c->h[1].fin_seen)) ||
+		    c->last_ns + quiet > now)
+			continue;
+		if (retire(f, i) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* When more than live_soft connections are live, retire those ended and
+ * silent for TV_RETIRE_NS; at most once every TV_RETIRE_NS / 2 of capture
+ * time, so that the walk over the connections costs little a packet. */
+static int sweep(struct tv_flows *f, uint64_t now)
+{
+	if (!f->opts.live_soft || f->live <= f->opts.live_soft || now < f->next_sweep)
+		return 0;
+	f->next_sweep = now + TV_RETIRE_NS / 2;
+	return retire_ended(f, now, TV_RETIRE_NS);
+}
+
+size_t tv_flows_ngone(const struct tv_flows *f)
+{
+	return f->ngone;
+}
+
+const struct tv_conn_info *tv_flows_gone(const struct tv_flows *f)
+{
+	return f->gone;
+}
+
+void tv_flows_gone_clear(struct tv_flows *f)
+{
+	f->ngone = 0;
+	if (f->capgone > 65536) {	/* a burst of retirements: give it back */
+		free(f->gone);
+		f->gone = NULL;
+		f->capgone = 0;
+	}
+}
+
+static void conn_info(const struct conn *c, struct tv_conn_info *out)
+{
 	int d;
 
 	memset(out, 0, sizeof(*out));

@@ -33,7 +33,8 @@ struct tv_flow_opts {
 	uint64_t rto_min_ns;	/* least silence before a resend counts as a timeout */
 	uint64_t hwdup_ns;	/* identical copies closer than this are capture artefacts */
 	uint64_t interval_ns;	/* the throughput series' interval (series.c); 0: none */
-	uint64_t max_conns;	/* connections tracked at most; 0: no limit */
+	uint64_t max_conns;	/* live connections tracked at most; 0: no limit */
+	uint64_t live_soft;	/* live connections above which ended ones retire; 0: never */
 };
 
 /* Statistics of one direction of a connection (the sender's view). */
@@ -107,9 +108,23 @@ void tv_flows_free(struct tv_flows *f);
 int tv_flows_add(struct tv_flows *f, uint64_t ts_ns, uint32_t frame,
 		 const struct tv_segment *seg, struct tv_pkt_result *out);
 
+/* Connections opened so far, retired ones included. */
 size_t tv_flows_count(const struct tv_flows *f);
-/* Final statistics of connection @i (0-based, in order of first packet). */
-void tv_flows_info(const struct tv_flows *f, size_t i, struct tv_conn_info *out);
+/* Final statistics of connection @i (0-based, in order of first packet);
+ * 0 when it has retired (its statistics were in tv_flows_gone()), else 1. */
+int tv_flows_info(const struct tv_flows *f, size_t i, struct tv_conn_info *out);
+
+/*
+ * Beyond opts->live_soft live connections, those that ended (a RST, or a
+ * FIN each way) and have been silent for TV_RETIRE_NS of capture time
+ * retire: their final statistics wait in tv_flows_gone() until the caller
+ * takes them (tv_flows_gone_clear), and their state is freed. A later
+ * segment of theirs opens a new connection.
+ */
+#define TV_RETIRE_NS	1000000000ull
+size_t tv_flows_ngone(const struct tv_flows *f);
+const struct tv_conn_info *tv_flows_gone(const struct tv_flows *f);
+void tv_flows_gone_clear(struct tv_flows *f);
 
 size_t tv_flows_nevents(const struct tv_flows *f);
 const struct tv_event *tv_flows_event(const struct tv_flows *f, size_t i);

@@ -489,7 +489,8 @@ static void refuse_fd(int fd)
 static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	static char *kwlist[] = {"path", "packets", "batch_rows", "rto_min_ms",
-				 "hwdup_us", "fd", "interval_ms", "max_connections", NULL};
+				 "hwdup_us", "fd", "interval_ms", "max_connections",
+				 "retire_above", NULL};
 	modstate *st = state_of_type(type);
 	PyObject *path_obj = NULL;
 	ScannerObject *self;
@@ -497,13 +498,13 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	Py_ssize_t batch_rows = 1 << 18;
 	double rto_min_ms = 200.0, hwdup_us = 0.0, interval_ms = 0.0;
 	int fd = -1;
-	Py_ssize_t max_connections = 0;
+	Py_ssize_t max_connections = 0, retire_above = 0;
 	struct tv_flow_opts opts;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pnddidn", kwlist,
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pnddidnn", kwlist,
 					 PyUnicode_FSConverter, &path_obj, &packets,
 					 &batch_rows, &rto_min_ms, &hwdup_us, &fd, &interval_ms,
-					 &max_connections))
+					 &max_connections, &retire_above))
 		return NULL;
 	/* written so that NaN, which fails every comparison, is refused too;
 	 * connection ids are 32-bit */
@@ -511,11 +512,12 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	    !(rto_min_ms >= 0 && rto_min_ms <= MAX_RTO_MIN_MS) ||
 	    !(hwdup_us >= 0 && hwdup_us <= MAX_HWDUP_US) ||
 	    !(interval_ms >= 0 && interval_ms <= MAX_RTO_MIN_MS) ||
-	    max_connections < 0 || (uint64_t)max_connections > UINT32_MAX) {
+	    max_connections < 0 || (uint64_t)max_connections > UINT32_MAX ||
+	    retire_above < 0) {
 		Py_DECREF(path_obj);
 		refuse_fd(fd);
-		PyErr_SetString(PyExc_ValueError, "batch_rows, rto_min_ms, hwdup_us, interval_ms "
-				"or max_connections out of range");
+		PyErr_SetString(PyExc_ValueError, "batch_rows, rto_min_ms, hwdup_us, interval_ms, "
+				"max_connections or retire_above out of range");
 		return NULL;
 	}
 	self = (ScannerObject *)type->tp_alloc(type, 0);
@@ -530,6 +532,7 @@ static PyObject *scanner_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	opts.hwdup_ns = (uint64_t)(hwdup_us * 1e3);
 	opts.interval_ns = (uint64_t)(interval_ms * 1e6);
 	opts.max_conns = (uint64_t)max_connections;
+	opts.live_soft = (uint64_t)retire_above;
 	Py_BEGIN_ALLOW_THREADS
 	if (fd >= 0) {		/* a stream, e.g. a decompressing pipe */
 		FILE *fp = fdopen(fd, "rb");
@@ -663,38 +666,34 @@ static void address_columns(struct record_table *rt, const struct tv_conn_info *
 }
 
 /* conn and dir of the stats' rows (two per connection), at the front of @rt. */
-static void direction_columns(struct record_table *rt, size_t rows)
+/* The conn and dir columns of @info's two rows each. */
+static void direction_columns(struct record_table *rt, const struct tv_conn_info *info,
+			      size_t rows)
 {
 	int64_t *conn = (int64_t *)rt->block, *dir = conn + rows;
 	size_t i;
 
 	for (i = 0; i < rows; i++) {
-		conn[i] = (int64_t)(i / 2 + 1);
+		conn[i] = (int64_t)info[i / 2].id;
 		dir[i] = (int64_t)(i % 2);
 	}
 	rt->cols[0] = (struct tv_arrow_col){.name = "conn", .type = TV_A_I64, .values = conn};
 	rt->cols[1] = (struct tv_arrow_col){.name = "dir", .type = TV_A_I64, .values = dir};
 }
 
-static PyObject *scanner_connections(ScannerObject *self, PyObject *unused)
+/* (connections, their directions' statistics) as two tables, from @n infos. */
+static PyObject *conn_tables(modstate *st, const struct tv_conn_info *info, size_t n)
 {
-	modstate *st = state_of_type(Py_TYPE(self));
-	size_t n, i;
-	struct tv_conn_info *info;
 	const void **crow = NULL, **srow = NULL;
 	struct record_table *conns = NULL, *stats = NULL;
 	PyObject *res = NULL;
+	size_t i;
 
-	if (!check_usable(self))
-		return NULL;
-	n = tv_flows_count(self->scan.flows);
-	info = PyMem_Calloc(n ? n : 1, sizeof(*info));
 	crow = PyMem_Calloc(n ? n : 1, sizeof(*crow));
 	srow = PyMem_Calloc(n ? 2 * n : 1, sizeof(*srow));
-	if (!info || !crow || !srow)
+	if (!crow || !srow)
 		goto out;
 	for (i = 0; i < n; i++) {
-		tv_flows_info(self->scan.flows, i, &info[i]);
 		crow[i] = &info[i];
 		srow[2 * i] = &info[i].dir[0];
 		srow[2 * i + 1] = &info[i].dir[1];
@@ -705,20 +704,55 @@ static PyObject *scanner_connections(ScannerObject *self, PyObject *unused)
 	if (!conns || !stats)
 		goto out;
 	address_columns(conns, info, n);
-	direction_columns(stats, 2 * n);
+	direction_columns(stats, info, 2 * n);
 	res = Py_BuildValue("(NN)", new_table(st, &conns->t, NULL),
 			    new_table(st, &stats->t, NULL));
 	conns = stats = NULL;		/* the tables own them, or freed them */
 out:
 	if (!res && !PyErr_Occurred())
 		PyErr_NoMemory();
-	PyMem_Free(info);
 	PyMem_Free(crow);
 	PyMem_Free(srow);
 	if (conns)
 		tv_arrow_put(&conns->t);
 	if (stats)
 		tv_arrow_put(&stats->t);
+	return res;
+}
+
+static PyObject *scanner_connections(ScannerObject *self, PyObject *unused)
+{
+	modstate *st = state_of_type(Py_TYPE(self));
+	size_t n, i, live = 0;
+	struct tv_conn_info *info;
+	PyObject *res;
+
+	if (!check_usable(self))
+		return NULL;
+	n = tv_flows_count(self->scan.flows);
+	info = PyMem_Calloc(n ? n : 1, sizeof(*info));
+	if (!info)
+		return PyErr_NoMemory();
+	for (i = 0; i < n; i++)
+		live += tv_flows_info(self->scan.flows, i, &info[live]);
+	res = conn_tables(st, info, live);
+	PyMem_Free(info);
+	return res;
+}
+
+static PyObject *scanner_gone(ScannerObject *self, PyObject *unused)
+{
+	modstate *st = state_of_type(Py_TYPE(self));
+	PyObject *res;
+
+	if (!check_usable(self))
+		return NULL;
+	if (!tv_flows_ngone(self->scan.flows))
+		Py_RETURN_NONE;
+	res = conn_tables(st, tv_flows_gone(self->scan.flows),
+			  tv_flows_ngone(self->scan.flows));
+	if (res)
+		tv_flows_gone_clear(self->scan.flows);
 	return res;
 }
 
@@ -830,8 +864,12 @@ static PyObject *scanner_message(ScannerObject *self, void *closure)
 static PyMethodDef scanner_methods[] = {
 	{"step", (PyCFunction)scanner_step, METH_NOARGS,
 	 "step() -> (status, Table | None): read and analyse the next frames"},
+	{"gone", (PyCFunction)scanner_gone, METH_NOARGS,
+	 "(connections, statistics) of the connections retired since the last call, "
+	 "or None"},
 	{"connections", (PyCFunction)scanner_connections, METH_NOARGS,
-	 "connections() -> (connections, per-direction statistics) as Tables"},
+	 "connections() -> (connections, per-direction statistics) as Tables, of the "
+	 "connections not retired (gone())"},
 	{"events", (PyCFunction)scanner_events, METH_NOARGS,
 	 "events() -> the inferred retransmission episodes as a Table"},
 	{"series", (PyCFunction)scanner_series, METH_NOARGS,

@@ -426,6 +426,7 @@ static int analyse(struct tv_scan *s, struct tv_batch *b, const struct tv_item *
 }
 
 #define RELEASE_STEP (64u << 20)
+#define GONE_PER_STEP 16384	/* retired connections that end a step */
 
 /* Give back the mapped pages already read: they would count as memory. */
 static void release_read_pages(struct tv_scan *s)
@@ -462,7 +463,7 @@ static int scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segment
 		rc = analyse(s, b, &local);
 		if (rc == TV_FLOWS_FULL) {
 			snprintf(s->errbuf, sizeof(s->errbuf),
-				 "more than %llu TCP connections (the connection limit)",
+				 "more than %llu TCP connections open at once (the connection limit)",
 				 (unsigned long long)s->max_conns);
 			s->status = TV_SCAN_ERROR;
 			return s->status;
@@ -472,6 +473,10 @@ static int scan_step(struct tv_scan *s, struct tv_batch *b, uint64_t max_segment
 			s->status = TV_SCAN_ERROR;
 			return s->status;
 		}
+		/* the retired connections go with the step: a short one when
+		 * many retire keeps what waits to be stored small */
+		if (tv_flows_ngone(s->flows) >= GONE_PER_STEP)
+			return TV_SCAN_MORE;
 	}
 	return TV_SCAN_MORE;
 }
