@@ -1,9 +1,11 @@
 """The analyzers' SQL lives in sql/*.sql, one concern per file, with named
 parameters ($name) bound at execution, never formatted into the text."""
 from functools import cache
-from importlib import resources
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent     # installed or not, the files are beside it
 
 
 @cache
 def sql(name: str) -> str:
-    return resources.files("tcpvar.analyzers").joinpath(f"sql/{name}.sql").read_text()
+    return (_HERE / "sql" / f"{name}.sql").read_text()

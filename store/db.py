@@ -8,12 +8,9 @@ import functools
 import hashlib
 import os
 import re
-import shutil
 import sys
-import tempfile
 import threading
 import time
-from importlib import resources
 from pathlib import Path
 
 from tcpvar import signals
@@ -22,6 +19,7 @@ from tcpvar.progress import Progress
 
 from . import segments
 
+_HERE = Path(__file__).resolve().parent     # the SQL files are beside it
 SCHEMA_VERSION = "2"        # 2: packets in Parquet segments; 1 (a table) is migrated
 # the tables holding a capture's rows, the capture's own row last (its
 # packets are segment files: store/segments.py)
@@ -41,11 +39,11 @@ def _one_line(exc: Exception) -> str:
 
 
 def _views() -> str:
-    return resources.files("tcpvar.store").joinpath("views.sql").read_text()
+    return (_HERE / "views.sql").read_text()
 
 
 def _schema() -> str:
-    return resources.files("tcpvar.store").joinpath("schema.sql").read_text()
+    return (_HERE / "schema.sql").read_text()
 
 
 def identifier(name: str) -> str:
@@ -199,7 +197,7 @@ class Store:
         table where tcpvar keeps a view, refuses it either way (dropping
         them would lose rows). Whether it dropped anything."""
         own = own_objects()
-        sql = resources.files("tcpvar.store").joinpath("catalog.sql").read_text()
+        sql = (_HERE / "catalog.sql").read_text()
         found, drops, stuck = [], [], False
         for kind, schema, name, table in self.con.execute(sql).fetchall():
             main = schema == "main"
@@ -443,6 +441,9 @@ def template() -> Path | None:
     cache and made the first time it is wanted; None where the cache cannot
     hold it. Its name carries what it is made of: a new schema or DuckDB
     makes a new one."""
+    import shutil
+    import tempfile
+
     from tcpvar.resources import cache_dir
 
     made_of = f"{SCHEMA_VERSION}\n{_schema()}\n{_views()}".encode()
