@@ -297,10 +297,6 @@ def bench_capture(path: Path, a: argparse.Namespace, tcpvar: list[str], tmp_root
     warm_cache(path)
     f = str(path)
 
-    # tcpvar refuses more connections than TCPVAR_MAX_CONNECTIONS (a bound on
-    # memory); the bench lets it read all the capture holds
-    os.environ["TCPVAR_MAX_CONNECTIONS"] = str(max(100_000, 2 * facts["connections_tcptrace"]))
-
     def tcpvar_cmd(stats_only: bool, db: Path) -> list[str]:
         if stats_only:
             return tcpvar + ["analyze", "--stats-only", "--db", str(db), "-q", f]

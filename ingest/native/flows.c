@@ -112,6 +112,7 @@ struct tv_flows {
 	size_t nevents, capevents;
 	int full;		/* a connection beyond opts.max_conns was refused */
 	size_t live;		/* connections not retired */
+	size_t ended;		/* of those, how many ended (ended()) */
 	size_t oldest;		/* no live connection below this index */
 	uint64_t next_sweep;	/* capture time of the next look for ended ones */
 	struct tv_conn_info *gone;	/* retired, not yet taken */
@@ -269,6 +270,12 @@ static struct conn *new_conn(struct tv_flows *f, const struct key *k,
 	return c;
 }
 
+/* A RST, or a FIN each way, ended @c. */
+static int ended(const struct conn *c)
+{
+	return c->reset || (c->h[0].fin_seen && c->h[1].fin_seen);
+}
+
 /*
  * A SYN (without ACK) on a 4-tuple whose connection has ended, carrying a
  * new initial sequence number, opens a new connection (port reuse).
@@ -276,13 +283,12 @@ static struct conn *new_conn(struct tv_flows *f, const struct key *k,
 static int starts_new_conn(const struct conn *c, int dir, const struct tv_segment *seg)
 {
 	const struct half *h = &c->h[dir];
-	int ended = c->reset || (c->h[0].fin_seen && c->h[1].fin_seen);
 
 	if ((seg->flags & (TV_SYN | TV_ACK)) != TV_SYN)
 		return 0;
 	if (h->syn_seen && seg->seq == h->isn)
 		return 0;	/* a retransmitted SYN */
-	return ended || (h->syn_seen && c->h[!dir].syn_seen);
+	return ended(c) || (h->syn_seen && c->h[!dir].syn_seen);
 }
 
 /* Direction of @seg in @c: 0 a->b, 1 b->a, -1 another 4-tuple. */
@@ -341,9 +347,10 @@ again:
 		j = (j + 1) & (f->nslots - 1);
 	}
 	/* at the limit, the connections that ended retire at once rather than
-	 * the capture be refused; the slots move, so look again */
+	 * the capture be refused, when they are many enough to pay for the
+	 * walk over all; the slots move, so look again */
 	if (f->opts.max_conns && f->live >= f->opts.max_conns && f->opts.live_soft &&
-	    !retired) {
+	    f->ended > f->opts.max_conns / 16 && !retired) {
 		retired = 1;
 		if (retire_ended(f, ts, 0) < 0)
 			return NULL;
@@ -1029,7 +1036,7 @@ int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 	struct conn *c;
 	struct half *me, *peer;
 	struct tv_dirstats *st;
-	int dir, shift;
+	int dir, shift, was_ended;
 	uint32_t win;
 
 	if (sweep(f, ts) < 0)
@@ -1053,6 +1060,7 @@ int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 
 	if (seg->flags & TV_SYN)
 		syn_options(c, dir, seg);
+	was_ended = ended(c);
 	if (seg->flags & TV_FIN) {
 		st->fin++;
 		me->fin_seen = 1;
@@ -1061,6 +1069,7 @@ int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 		st->rst++;
 		c->reset = 1;
 	}
+	f->ended += !was_ended && ended(c);
 
 	shift = window_shift(c, dir);
 	if (!(seg->flags & (TV_ACK | TV_SYN)))
@@ -1149,6 +1158,7 @@ static int retire(struct tv_flows *f, size_t i)
 		f->last = NULL;
 	f->conns[i] = NULL;
 	f->live--;
+	f->ended--;
 	free_conn(c);
 	return 0;
 }
@@ -1163,8 +1173,7 @@ static int retire_ended(struct tv_flows *f, uint64_t now, uint64_t quiet)
 	for (i = f->oldest; i < f->nconns; i++) {
 		const struct conn *c = f->conns[i];
 
-		if (!c || !(c->reset || (c->h[0].fin_seen && c->h[1].fin_seen)) ||
-		    c->last_ns + quiet > now)
+		if (!c || !ended(c) || c->last_ns + quiet > now)
 			continue;
 		if (retire(f, i) < 0)
 			return -1;
@@ -1172,12 +1181,14 @@ static int retire_ended(struct tv_flows *f, uint64_t now, uint64_t quiet)
 	return 0;
 }
 
-/* When more than live_soft connections are live, retire those ended and
- * silent for TV_RETIRE_NS; at most once every TV_RETIRE_NS / 2 of capture
- * time, so that the walk over the connections costs little a packet. */
+/* When more than live_soft connections are live, a quarter of them ended,
+ * retire those silent for TV_RETIRE_NS; at most once every TV_RETIRE_NS / 2
+ * of capture time: the walk over the connections costs little a packet,
+ * as a connection stays silent only without packets. */
 static int sweep(struct tv_flows *f, uint64_t now)
 {
-	if (!f->opts.live_soft || f->live <= f->opts.live_soft || now < f->next_sweep)
+	if (!f->opts.live_soft || f->live <= f->opts.live_soft ||
+	    f->ended < f->opts.live_soft / 4 || now < f->next_sweep)
 		return 0;
 	f->next_sweep = now + TV_RETIRE_NS / 2;
 	return retire_ended(f, now, TV_RETIRE_NS);
