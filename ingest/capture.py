@@ -33,6 +33,7 @@ __all__ = ["CaptureResult", "ScanOptions", "Scan", "ingest", "start_scan", "stor
 
 HEAD_TAIL = 1 << 16       # bytes hashed at each end for the fingerprint
 LOAD_MEMORY = "512MB"     # DuckDB's cache while loading: bounds the peak
+RETIRED_PER_COMMIT = 1 << 16  # retired connections stored a transaction (a commit costs)
 
 
 @dataclass
@@ -66,13 +67,23 @@ def _load_packets(store, capture_id: int, scan: Scan, read: Callable[[int], None
     connections that retired during it into their tables; return the final
     status and the retired connections' hardware copies (_copies_warnings)."""
     copies: list[tuple] = []
+    pending: list[tuple] = []           # retired connections' tables, stored together
+
+    def store_pending() -> None:
+        with store.transaction() as con:
+            for conns, stats in pending:
+                copies.extend(_insert_connections(con, capture_id, conns, stats))
+        pending.clear()
+
     with _interrupt_between_batches(stop) as interrupted, \
             SegmentWriters(store, segments.folder(store.packets, capture_id)) as writers:
         while True:
             status, gone = _load_next(writers, scan.queue, read)
             if gone is not None:
-                with store.transaction() as con:
-                    copies += _insert_connections(con, capture_id, *gone)
+                pending.append(gone)
+            if pending and (status != "more" or
+                            sum(conns.rows for conns, _ in pending) >= RETIRED_PER_COMMIT):
+                store_pending()
             if interrupted():           # the last batch's too
                 raise KeyboardInterrupt
             if status != "more":

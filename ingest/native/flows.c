@@ -1182,15 +1182,16 @@ static int retire_ended(struct tv_flows *f, uint64_t now, uint64_t quiet)
 }
 
 /* When more than live_soft connections are live, a quarter of them ended,
- * retire those silent for TV_RETIRE_NS; at most once every TV_RETIRE_NS / 2
- * of capture time: the walk over the connections costs little a packet,
- * as a connection stays silent only without packets. */
+ * retire those silent for TV_RETIRE_NS; at most once every TV_RETIRE_NS / 8
+ * of capture time (a burst retires what ended in that time, which waits to
+ * be stored): the walk over the connections costs little a packet, as a
+ * connection stays silent only without packets. */
 static int sweep(struct tv_flows *f, uint64_t now)
 {
 	if (!f->opts.live_soft || f->live <= f->opts.live_soft ||
 	    f->ended < f->opts.live_soft / 4 || now < f->next_sweep)
 		return 0;
-	f->next_sweep = now + TV_RETIRE_NS / 2;
+	f->next_sweep = now + TV_RETIRE_NS / 8;
 	return retire_ended(f, now, TV_RETIRE_NS);
 }
 
