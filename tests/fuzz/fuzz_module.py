@@ -2,7 +2,7 @@
 """Atheris target for the Python boundary of the native reader (module.c).
 An input is 16 control bytes, then a capture: the control bytes choose the
 Scanner's arguments (flags, batch size, --rto-min, --hw-dups, the connection
-limit, a path or a descriptor) and the order of calls to its methods and
+limit, when connections retire, a path or a descriptor) and the order of calls to its methods and
 properties, calls after close() included; the batches are read after the
 scanner is gone.
 
@@ -23,7 +23,7 @@ _pcapscan = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(_pcapscan)
 
 CALLS = ("step", "connections", "events", "counters", "position", "link_type",
-         "link_name", "message", "close")
+         "link_name", "message", "close", "gone")
 
 
 CONTROL = 16   # bytes of the input that choose the calls and the arguments; a capture follows
@@ -34,6 +34,8 @@ HW_DUPS = (0.0, 1.0, 1000.0, 1e9, 1e300, float("inf"), float("nan"), -1.0)
 BATCH = (7, 1, 2, 64, 1 << 16, 0, -1, 1 << 24, (1 << 24) + 1)   # ingest: 1 << 19
 # the connection limit, from bits 2-4 of the first byte (0: none, as the default)
 MAX_CONNS = (0, 1, 2, 5, 100_000, -1, 1 << 32, 1 << 64)
+# open connections beyond which ended ones retire, from bits 5-6 (0: never)
+RETIRE = (0, 1, 2, 50_000)
 
 
 def scanner(control: bytes, data: bytes):
@@ -42,7 +44,8 @@ def scanner(control: bytes, data: bytes):
     kw = {"packets": not control[0] & 1, "batch_rows": BATCH[control[1] % len(BATCH)],
           "rto_min_ms": RTO_MIN[control[2] % len(RTO_MIN)],
           "hwdup_us": HW_DUPS[control[3] % len(HW_DUPS)],
-          "max_connections": MAX_CONNS[control[0] >> 2 & 7]}
+          "max_connections": MAX_CONNS[control[0] >> 2 & 7],
+          "retire_above": RETIRE[control[0] >> 5 & 3]}
     fd = os.memfd_create("capture")
     os.write(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
@@ -88,6 +91,7 @@ def one_input(raw: bytes) -> None:
     while True:                                    # then to the end, as ingest reads
         try:
             status, _ = s.step()
+            s.gone()
         except (_pcapscan.ScanError, ValueError, RuntimeError):
             break
         if status != "more":
