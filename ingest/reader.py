@@ -20,7 +20,7 @@ from . import _pcapscan
 
 BATCH_ROWS = segments.ROWS  # packets per batch (~10 MB of columns), one segment file
 QUEUE_DEPTH = 4           # batches read ahead of the writers (and while the store opens)
-STATS_STEP = 1 << 21      # segments analysed a step without packets (a progress step)
+STATS_STEP = 1 << 21      # segments analysed per step without packets (a progress step)
 
 # Live connections tracked per capture: each costs about 5 kB at the peak
 # (1.5 kB in the scanner, the rest as it is stored), so a capture of a
