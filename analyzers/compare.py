@@ -18,18 +18,35 @@ from .sqlfiles import sql
 
 METRICS = ("throughput_mbps", "goodput_mbps", "system_goodput_mbps", "iperf3_mbps",
            "retransmissions", "rtt_ms", "rtt_p95_ms", "jain", "friendliness",
-           "background_mbps", "test_mbps", "flow_mbps", "utilization_pct", "bottleneck_drops")
+           "background_mbps", "test_mbps", "flow_mbps", "utilization_pct", "bottleneck_drops",
+           "bottleneck_marks", "ce_packets")
 
 
 def _schedule(p: dict) -> str:
     return ",".join(f"{s['t_s']:g}:{s['bw_bps'] / 1e6:g}mbit" for s in p.get("schedule") or ())
 
 
+def _per_flow(values: list[str]) -> str:
+    """A per-flow option as `tcpvar run` takes it: one value, or one per flow
+    joined by "+" (as a study's cc = "cubic+reno")."""
+    return values[0] if len(set(values)) == 1 else "+".join(values)
+
+
+def _queue(p: dict) -> str:
+    """The bottleneck's qdisc, also of runs before --aqm."""
+    if p.get("aqm"):
+        return p["aqm"]
+    if p.get("ngwa_mode") is not None:
+        return "ngwa"
+    return "pfifo" if p["buffer"]["packets"] is not None else "bfifo"
+
+
 # a grouping key: the name of the run option (as `tcpvar run` and `sweep`
 # spell it) and its value in the stored params (docs/run.md)
 KEYS = {
     "cc": lambda p: "+".join(p["ccs"]),
-    "rtt": lambda p: p["rtt_ms"],
+    "rtt": lambda p: _per_flow([f"{r:g}" for r in p["flow_rtts_ms"]]) if p.get("flow_rtts_ms")
+    else p["rtt_ms"],
     "loss": lambda p: p["loss_pct"],
     "jitter": lambda p: p.get("jitter_ms", 0.0),
     "bw": lambda p: f"{p['bw_bps'] / 1e6:g}mbit",
@@ -45,6 +62,10 @@ KEYS = {
     "wbrto_unit": lambda p: p["wbrto_unit_ms"],
     "seed": lambda p: p["seed"],
     "clock": lambda p: p.get("clock", "auto"),
+    "aqm": _queue,
+    "aqm_params": lambda p: ",".join(k if v is None else f"{k}={v}"
+                                     for k, v in (p.get("aqm_params") or {}).items()),
+    "ecn": lambda p: _per_flow(["on" if e else "off" for e in p.get("ecn") or [False]]),
 }
 RUN_COLUMNS = ("study", "backend", "kernel")     # keys read from the runs table itself
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from tcpvar.artefacts.checks import stored_params
+from tcpvar.capture.aqm import AQMS
 from tcpvar.store.db import one
 
 from . import fidelity
@@ -50,6 +51,10 @@ def _flow(r: dict) -> dict:
         "flow": r["flow"], "role": r["role"], "cc": r["cc"],
         "src": f"{r['src_addr']}:{r['src_port']}", "dst": f"{r['dst_addr']}:{r['dst_port']}",
         "start_s": r["start_s"], "duration_s": r["duration_s"], "conn": r["conn"],
+        "base_rtt_ms": r["base_rtt_ms"],
+        "ecn": {"asked": bool(r["ecn"]), "ect_packets": r["ect_packets"],
+                "ce_packets": r["ce_packets"], "ece_packets": r["ece_packets"],
+                "cwr_packets": r["cwr_packets"]},
         "throughput_bps": {"iperf3": r["throughput_iperf3_bps"],
                            "pcap": r["throughput_pcap_bps"]},
         "retransmitted_packets": r["retransmitted_packets"],
@@ -75,9 +80,18 @@ def _bottleneck(con, run_id: int) -> dict | None:
     if row is None:
         return None
     kind, options, packets, drops, backlog, xstats = row
-    return {"qdisc": kind, "limit": json.loads(options).get("limit"), "sent_packets": packets,
+    options = json.loads(options)
+    limit = options.get("limit", options.get("memlimit"))
+    return {"qdisc": kind, "limit": limit, "limit_unit": limit_unit(kind),
+            "sent_packets": packets,
             "drops": drops, "backlog_bytes": backlog,
             "counters": json.loads(xstats) if xstats else None}
+
+
+def limit_unit(kind: str | None) -> str:
+    """What a bottleneck qdisc's limit counts (its options name no unit)."""
+    aqm = AQMS.get(kind or "")
+    return aqm.limit if aqm else "bytes"        # ngwa's
 
 
 def _jain(con, doc: dict) -> dict | None:

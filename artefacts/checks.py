@@ -105,8 +105,9 @@ KINDS = {   # name in the message -> test
     "a text": lambda v: isinstance(v, str),
     "an object": lambda v: isinstance(v, dict),
     "a list": lambda v: isinstance(v, list),
+    "true or false": lambda v: isinstance(v, bool),
 }
-_NUM, _INT, _CNT, _POS, _PORT, _TEXT, _OBJ, _LIST = KINDS
+_NUM, _INT, _CNT, _POS, _PORT, _TEXT, _OBJ, _LIST, _BOOL = KINDS
 
 
 class _Bad(Exception):
@@ -177,6 +178,8 @@ PARAMS = {      # capture/params.py RunParams.to_json()
     "shaper": (_TEXT, True), "ngwa_mode": (_INT, False), "wbrto": (_TEXT, False),
     "wbrto_unit_ms": (_INT, True),
     "clock": (_TEXT, False),            # runs before --clock lack it
+    "aqm": (_TEXT, False), "aqm_params": (_OBJ, False),      # and before --aqm
+    "ecn": (_LIST, False), "flow_rtts_ms": (_LIST, False),   # --ecn, --rtt lists
 }
 BUFFER = {"text": (_TEXT, True), "packets": (_CNT, False), "bytes": (_CNT, False)}
 STEP = {"t_s": (_NUM, True), "bw_bps": (_NUM, True)}
@@ -184,6 +187,7 @@ FLOW = {        # run_folder.FLOW_KEYS, each with its type
     "flow": (_POS, True), "role": (_TEXT, True), "cc": (_TEXT, True),
     "src_addr": (_TEXT, True), "src_port": (_PORT, True), "dst_addr": (_TEXT, True),
     "dst_port": (_PORT, True), "start_s": (_NUM, True), "duration_s": (_NUM, True),
+    "rtt_ms": (_NUM, False), "ecn": (_BOOL, False),     # runs before --rtt lists lack them
 }
 PROBE = {"source": (_TEXT, False), "reason": (_TEXT, False), "events": (_CNT, False),
          "lost": (_CNT, False), "error": (_TEXT, False)}
@@ -237,6 +241,13 @@ def _params(p: dict) -> None:
         if not isinstance(cc, str):
             raise _Bad(f"params.ccs[{i}]: {_shown(cc)} is not a text")
     _fields(p["buffer"], BUFFER, "params.buffer.")
+    for key, kind in (("ecn", _BOOL), ("flow_rtts_ms", _NUM)):
+        for i, v in enumerate(p.get(key) or []):
+            if not KINDS[kind](v):
+                raise _Bad(f"params.{key}[{i}]: {_shown(v)} is not {kind}")
+    for k, v in (p.get("aqm_params") or {}).items():
+        if v is not None and not isinstance(v, str):
+            raise _Bad(f"params.aqm_params.{k}: {_shown(v)} is not a text")
     if len(p["schedule"]) > MAX_SCHEDULE_STEPS:
         raise _Bad(f"params.schedule: {len(p['schedule'])} steps, more than a bandwidth "
                    f"schedule may have ({MAX_SCHEDULE_STEPS})")

@@ -22,25 +22,38 @@ def available_variants() -> set[str]:
     return loaded_variants() | module_variants(Path("/lib/modules") / platform.release())
 
 
+_PROBE_ARGS = {"netem": ["delay", "1ms"],
+               "red": ["limit", "60000", "min", "10000", "max", "30000", "avpkt", "1000"]}
+
+
 @cache
-def host_has_netem() -> bool:
-    """Try it: a netem qdisc on the loopback of a throwaway namespace."""
-    ns = f"tcpvar-{new_tag()}-netem"
+def host_has_qdisc(kind: str) -> bool:
+    """Try it: a qdisc of @kind on the loopback of a throwaway namespace
+    (the kernel loads its module, where it has modules); RED has no
+    defaults for its thresholds."""
+    ns = f"tcpvar-{new_tag()}-qdisc"
     try:
         if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
             return False
         proc = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo",
-                               "root", "netem", "delay", "1ms"], capture_output=True)
+                               "root", kind, *_PROBE_ARGS.get(kind, [])],
+                              capture_output=True)
         return proc.returncode == 0
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
+def host_has_netem() -> bool:
+    return host_has_qdisc("netem")
+
+
 def netns_gaps(params: RunParams) -> list[str]:
     """What the host kernel lacks for this run (empty: netns can serve)."""
     gaps = []
-    if (params.rtt_ms > 0 or params.loss_pct > 0) and not host_has_netem():
+    if (params.max_rtt_ms > 0 or params.loss_pct > 0) and not host_has_netem():
         gaps.append("the host kernel has no netem (needed for --rtt, --loss and --jitter)")
+    if params.aqm and not host_has_qdisc(params.aqm):
+        gaps.append(f"the host kernel has no {params.aqm} qdisc (--aqm)")
     offered = available_variants()
     missing = [c for c in params.needed_ccs() if c not in offered]
     if missing:

@@ -9,7 +9,9 @@ from dataclasses import asdict, dataclass, field
 from tcpvar.artefacts.checks import MAX_SCHEDULE_STEPS
 from tcpvar.errors import UsageError
 
+from . import aqm as aqms
 from . import clock as clocks
+from .units import SIZE_UNITS, parse_rate
 
 MODES = ("single", "fairness", "friendliness")
 REFERENCE_CC = "reno"      # the background flow of friendliness runs (the paper's)
@@ -18,7 +20,9 @@ PAPER_VARIANTS = ("bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp"
                   "scalable", "vegas", "veno", "westwood", "yeah")
 MTU = 1500
 MAX_RTT_MS = 10_000.0
-MAX_RATE_BPS = 100e9
+MAX_FLOWS = 32
+# variants that ask for ECN on every connection whatever net.ipv4.tcp_ecn says
+ECN_VARIANTS = ("dctcp",)
 # runs one session or study plans at most (--repeat, a study's cells x
 # repeat): 4 times the largest reproduction (callegari2011 full: 245 x 10),
 # checked before any plan is made
@@ -29,23 +33,6 @@ NGWA_MODES = {1: (True, False, False), 2: (True, True, False), 3: (False, False,
               7: (False, False, True), 8: (False, True, True)}
 # WB-RTO weight scales (Psaras & Tsaoussidis) -> net.ipv4.tcp_wbrto_scale
 WBRTO_SCALES = {"small": 0, "medium": 1, "wide": 2}
-
-_RATE_UNITS = {"": 1, "bit": 1, "bps": 1, "k": 1e3, "kbit": 1e3, "kbps": 1e3,
-               "m": 1e6, "mbit": 1e6, "mbps": 1e6, "g": 1e9, "gbit": 1e9, "gbps": 1e9}
-_SIZE_UNITS = {"b": 1, "kb": 1000, "k": 1000, "kib": 1024, "mb": 1_000_000,
-               "m": 1_000_000, "mib": 1 << 20}
-
-
-def parse_rate(text: str) -> float:
-    """'100mbit', '1gbit', '500M', '2.5gbps' -> bits per second."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", text.lower())
-    if not m or m.group(2) not in _RATE_UNITS:
-        raise UsageError(f"cannot read rate {text!r} (use e.g. 100mbit, 1gbit, 500kbit)")
-    bps = float(m.group(1)) * _RATE_UNITS[m.group(2)]
-    if not 8_000 <= bps <= MAX_RATE_BPS:
-        raise UsageError(f"rate {text!r} is outside 8kbit..100gbit")
-    return bps
-
 
 def parse_schedule(text: str) -> list[tuple[float, float]]:
     """'0:1gbit,60:500mbit,120:1gbit' -> [(0.0, 1e9), (60.0, 5e8), (120.0, 1e9)]."""
@@ -100,8 +87,8 @@ def parse_buffer(text: str, rate_bps: float, rtt_ms: float) -> Buffer:
             raise UsageError("buffer must hold at least 1 packet")
         return Buffer(packets=n)
     m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*([a-z]+)", t)
-    if m and m.group(2) in _SIZE_UNITS:
-        size = int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    if m and m.group(2) in SIZE_UNITS:
+        size = int(float(m.group(1)) * SIZE_UNITS[m.group(2)])
         if size < MTU:
             raise UsageError(f"buffer {text!r} is smaller than one packet ({MTU} bytes)")
         return Buffer(bytes=size)
@@ -116,6 +103,8 @@ class Flow:
     role: str                  # 'background' or 'test'
     start_s: float
     duration_s: float
+    rtt_ms: float              # its path's base RTT
+    ecn: bool                  # its sender asks for ECN
 
 
 @dataclass
@@ -139,6 +128,21 @@ class RunParams:
     wbrto: str | None = None           # a WBRTO_SCALES key, or None: the stock RTO
     wbrto_unit_ms: int = 1000
     clock: str = "auto"                # the micro-VM's clock (capture/clock.py)
+    aqm: str | None = None             # the bottleneck queue; None: pfifo/bfifo by --buffer
+    aqm_params: dict = field(default_factory=dict)     # its --aqm-params (capture/aqm.py)
+    ecn: list[bool] = field(default_factory=list)      # per flow; [] none asks for ECN
+    flow_rtts_ms: list[float] = field(default_factory=list)   # per flow; [] all rtt_ms
+
+    @property
+    def queue(self) -> str:
+        """The bottleneck queue's qdisc."""
+        if self.ngwa_mode is not None:
+            return "ngwa"
+        return self.aqm or ("pfifo" if self.buffer.packets is not None else "bfifo")
+
+    @property
+    def max_rtt_ms(self) -> float:
+        return max(self.flow_rtts_ms or [self.rtt_ms])
 
     def flow_plan(self) -> list[Flow]:
         """Who runs what and when: later flows start start_gap_s apart and all
@@ -151,7 +155,9 @@ class RunParams:
                 cc = self.ccs[i] if len(self.ccs) > 1 else self.ccs[0]
             start = i * self.start_gap_s
             role = "background" if self.mode != "single" and i == 0 else "test"
-            out.append(Flow(i + 1, cc, role, start, self.duration_s - start))
+            rtt = self.flow_rtts_ms[i] if self.flow_rtts_ms else self.rtt_ms
+            out.append(Flow(i + 1, cc, role, start, self.duration_s - start, rtt,
+                            bool(self.ecn) and self.ecn[i]))
         return out
 
     @property
@@ -201,35 +207,59 @@ class RunParams:
         d["schedule"] = [(s["t_s"], s["bw_bps"]) for s in d["schedule"]]
         d.setdefault("jitter_ms", 0.0)      # runs stored before --jitter
         d.setdefault("clock", "auto")       # and before --clock
-        return cls(**d)
+        return cls(**d)                     # (the later keys have defaults)
 
 
-def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str,
+def per_flow(option: str, text: str, flows: int, read) -> list:
+    """A value for every flow, or one per flow: 'cubic' or 'cubic,reno'."""
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise UsageError(f"{option}: no value given")
+    if len(items) not in (1, flows):
+        raise UsageError(f"{option} lists {len(items)} values for {flows} flows "
+                         f"(give one, or one per flow)")
+    values = [read(t) for t in items]
+    return values * flows if len(values) == 1 else values
+
+
+def _rtt(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = math.nan
+    if not 0 <= v <= MAX_RTT_MS:
+        raise UsageError(f"--rtt {text!r}: an RTT from 0 to {MAX_RTT_MS:g} ms")
+    return v
+
+
+def _ecn(text: str) -> bool:
+    if text.lower() not in ("on", "off"):
+        raise UsageError(f"--ecn {text!r}: on or off")
+    return text.lower() == "on"
+
+
+def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffer: str,
                 jitter_ms: float = 0.0,
                 duration_s: float, flows: int | None, mode: str, start_gap_s: float | None,
                 schedule: str | None, repeat: int, seed: int, shaper: str = "htb",
                 ngwa: int | None = None, wbrto: str | None = None,
-                wbrto_unit_ms: int = 1000, clock: str = "auto") -> RunParams:
+                wbrto_unit_ms: int = 1000, clock: str = "auto", aqm: str | None = None,
+                aqm_params: str | None = None, ecn: str | None = None) -> RunParams:
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
         raise UsageError(f"cannot read --cc {cc!r} "
                          f"(a variant such as cubic, or a list: cubic,reno)")
-    if not 0 <= rtt_ms <= MAX_RTT_MS:
-        raise UsageError(f"RTT {rtt_ms:g} ms is outside 0..{MAX_RTT_MS:g} ms")
     if not 0 <= loss_pct <= 100:
         raise UsageError(f"loss {loss_pct:g}% is outside 0..100")
-    if not 0 <= jitter_ms <= rtt_ms / 2:
-        raise UsageError(f"jitter {jitter_ms:g} ms is outside 0..{rtt_ms / 2:g} ms "
-                         f"(at most the one-way delay, half the RTT)")
     if not 0 < duration_s <= 24 * 3600:
         raise UsageError(f"duration {duration_s:g} s must be above 0 and at most a day")
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
     if flows is None:
         flows = max(len(ccs) + (mode == "friendliness"), 1 if mode == "single" else 2)
-    if not 1 <= flows <= 32:
-        raise UsageError(f"--flows {flows}: tcpvar runs 1 to 32 flows")
+    if not 1 <= flows <= MAX_FLOWS:
+        raise UsageError(f"--flows {flows}: tcpvar runs 1 to {MAX_FLOWS} flows")
     if mode != "single" and flows < 2:
         raise UsageError(f"{mode} needs at least 2 flows")
     if mode == "fairness" and len(set(ccs)) > 1:
@@ -237,6 +267,11 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
     if mode == "single" and len(ccs) not in (1, flows):
         raise UsageError(f"--cc lists {len(ccs)} variants for {flows} flows "
                          f"(give one, or one per flow)")
+    rtts = per_flow("--rtt", rtt_ms, flows, _rtt)
+    base_rtt = min(rtts)
+    if not 0 <= jitter_ms <= base_rtt / 2:
+        raise UsageError(f"jitter {jitter_ms:g} ms is outside 0..{base_rtt / 2:g} ms "
+                         f"(at most the one-way delay, half the RTT)")
     if start_gap_s is None:
         start_gap_s = 0.0 if mode == "single" else min(2.0, duration_s / (2 * flows))
     if not (start_gap_s >= 0 and start_gap_s * (flows - 1) < duration_s):   # nan too
@@ -256,11 +291,40 @@ def make_params(*, cc: str, rtt_ms: float, loss_pct: float, bw: str, buffer: str
         raise UsageError(f"--wbrto-unit {wbrto_unit_ms}: must be 1 to 60000 ms")
     clocks.check(clock)
     bw_bps = steps[0][1] if steps else parse_rate(bw)
-    # the queue is sized for the largest rate the path will have
+    # the queue is sized for the largest rate the path will have, and the
+    # flows' mean RTT (the evaluation suite's central RTT)
     peak = max([r for _, r in steps] or [bw_bps])
-    return RunParams(ccs=ccs, rtt_ms=rtt_ms, loss_pct=loss_pct, jitter_ms=jitter_ms, bw_bps=bw_bps,
-                     buffer=parse_buffer(buffer, peak, rtt_ms), buffer_text=buffer,
-                     duration_s=duration_s, flows=flows, mode=mode,
-                     start_gap_s=start_gap_s, schedule=steps, repeat=repeat, seed=seed,
-                     shaper=shaper, ngwa_mode=ngwa, wbrto=wbrto, wbrto_unit_ms=wbrto_unit_ms,
-                     clock=clock)
+    params = RunParams(
+        ccs=ccs, rtt_ms=base_rtt, loss_pct=loss_pct, jitter_ms=jitter_ms, bw_bps=bw_bps,
+        buffer=parse_buffer(buffer, peak, sum(rtts) / len(rtts)), buffer_text=buffer,
+        duration_s=duration_s, flows=flows, mode=mode, start_gap_s=start_gap_s,
+        schedule=steps, repeat=repeat, seed=seed, shaper=shaper, ngwa_mode=ngwa, wbrto=wbrto,
+        wbrto_unit_ms=wbrto_unit_ms, clock=clock,
+        flow_rtts_ms=rtts if len(set(rtts)) > 1 else [])
+    _queue_and_ecn(params, aqm, aqm_params, ecn)
+    return params
+
+
+def _queue_and_ecn(params: RunParams, aqm: str | None, aqm_params: str | None,
+                   ecn: str | None) -> None:
+    """--aqm, --aqm-params and --ecn into @params, checked: ECN per flow
+    (DCTCP's on, as the kernel always negotiates it for DCTCP), and the
+    queue's tc arguments built once so that a wrong one stops here."""
+    variants = [f.cc for f in params.flow_plan()]
+    wanted = per_flow("--ecn", ecn, params.flows, _ecn) if ecn else \
+        [cc in ECN_VARIANTS for cc in variants]
+    for cc, on in zip(variants, wanted):
+        if cc in ECN_VARIANTS and not on:
+            raise UsageError(f"--ecn off: {cc} always negotiates ECN (the kernel's "
+                             f"TCP_CONG_NEEDS_ECN)")
+    params.ecn = wanted if any(wanted) else []
+    if aqm is None:
+        if aqm_params:
+            raise UsageError("--aqm-params: give the queue they are for with --aqm")
+        return
+    if params.ngwa_mode is not None:
+        raise UsageError("--aqm: with --ngwa the bottleneck queue is the ngwa qdisc")
+    params.aqm = aqms.check_name(aqm)
+    params.aqm_params = aqms.parse_params(params.aqm, aqm_params)
+    aqms.tc_args(params.aqm, params.aqm_params, params.buffer.packets, params.buffer.bytes,
+                 bool(params.ecn), params.peak_bps)

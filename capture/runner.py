@@ -29,7 +29,7 @@ from .kernels import loaded_variants
 from .netns import TESTBED_TOOLS, need_root, need_tools, run
 from .params import MTU, Flow, RunParams
 from .testbed import OFFLOADS
-from .topology import Dumbbell
+from .topology import Dumbbell, bottleneck_queue
 
 SNAPLEN = 128                 # Ethernet/SLL2 + IPv4 with options + TCP with options
 TCPDUMP_BUFFER_KIB = 16384
@@ -88,7 +88,7 @@ def host_sysctls(params: RunParams) -> dict[str, str]:
     """Fresh hosts that remember nothing between runs, and socket buffers
     large enough that the window never caps the flow below the path."""
     queue = params.buffer.bytes or (params.buffer.packets or 0) * MTU
-    top = int(max(6 << 20, 4 * (params.peak_bps * max(params.rtt_ms, 1) / 8000 + queue)))
+    top = int(max(6 << 20, 4 * (params.peak_bps * max(params.max_rtt_ms, 1) / 8000 + queue)))
     return {"net.ipv4.tcp_no_metrics_save": "1",
             "net.ipv4.tcp_rmem": f"4096 131072 {top}",
             "net.ipv4.tcp_wmem": f"4096 16384 {top}",
@@ -159,12 +159,14 @@ class Run:
         if self.backend == "vm":
             _widen_backlog()
         self._phase("building the dumbbell")
-        self.net.create(host_sysctls(p), self.progress)
+        self.net.create(host_sysctls(p), self.progress, sender_sysctls={
+            fe.flow.flow: {"net.ipv4.tcp_ecn": "1"} for fe in self.flows if fe.flow.ecn})
         bdp_pkts = p.bw_bps * p.rtt_ms / 8000 / MTU
-        netem_limit = int(max(1000, 4 * p.peak_bps * p.rtt_ms / 8000 / MTU + 1000))
-        self.net.shape(p.shaper, p.bw_bps, p.buffer, p.rtt_ms, p.loss_pct, netem_limit,
-                       ngwa=None if p.ngwa_mode is None else p.ngwa_flow_division,
-                       jitter_ms=p.jitter_ms)
+        netem_limit = int(max(1000, 4 * p.peak_bps * p.max_rtt_ms / 8000 / MTU + 1000))
+        self.net.shape(p.shaper, p.bw_bps, bottleneck_queue(p), p.rtt_ms, p.loss_pct,
+                       netem_limit, jitter_ms=p.jitter_ms)
+        self.net.delay_flows({fe.flow.flow: fe.flow.rtt_ms - p.rtt_ms for fe in self.flows},
+                             netem_limit)
         self.manifest["topology"] = {
             "namespaces": list(self.net.namespaces), "bdp_packets": round(bdp_pkts, 1),
             "netem_limit": netem_limit, "offloads_off": list(OFFLOADS),
@@ -382,6 +384,7 @@ class Run:
             "created_ns": time.time_ns(), "status": "running",
             "flows": [{"flow": fe.flow.flow, "cc": fe.flow.cc, "role": fe.flow.role,
                        "start_s": fe.flow.start_s, "duration_s": fe.flow.duration_s,
+                       "rtt_ms": fe.flow.rtt_ms, "ecn": fe.flow.ecn,
                        "src_addr": fe.src, "src_port": fe.sport,
                        "dst_addr": fe.dst, "dst_port": fe.dport} for fe in self.flows],
             "tools": self.tools or tool_versions(), "clock": self.clock,

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from tcpvar.progress import Reporter
 
+from . import aqm as aqms
 from .netns import run
-from .params import MTU, Buffer
+from .params import MTU, Buffer, RunParams
 from .testbed import Testbed
 
 # Addresses: RFC 2544 benchmarking ranges, senders 198.18.<i>.2, receivers 198.19.<i>.2.
@@ -50,15 +51,17 @@ class Dumbbell(Testbed):
         return f"198.19.{i}.2"
 
     # -- building --------------------------------------------------------
-    def create(self, sysctls: dict[str, str], progress: Reporter | None = None) -> None:
-        """Namespaces, links, addresses, routes, host sysctls, offloads off;
-        no qdiscs yet."""
+    def create(self, sysctls: dict[str, str], progress: Reporter | None = None,
+               sender_sysctls: dict[int, dict[str, str]] | None = None) -> None:
+        """Namespaces, links, addresses, routes, host sysctls (and sender
+        i's own, @sender_sysctls[i]), offloads off; no qdiscs yet."""
         quiet = NO_IPV6 if Path("/proc/sys/net/ipv6").exists() else {}
         for r in ("rl", "rd", "rr"):
             self.node(r, forward=True, sysctls=quiet)
         n = self.flows
+        own = sender_sysctls or {}
         for i in range(1, n + 1):
-            self.node(f"s{i}", sysctls={**quiet, **sysctls})
+            self.node(f"s{i}", sysctls={**quiet, **sysctls, **own.get(i, {})})
         for i in range(1, n + 1):
             self.node(f"d{i}", sysctls={**quiet, **sysctls})
         self.link("rl", "right", ["198.18.0.1/30"], "rd", "left", ["198.18.0.2/30"], mtu=MTU)
@@ -77,13 +80,10 @@ class Dumbbell(Testbed):
         self.up(offloads=False, progress=progress, phase="building the dumbbell")
 
     # -- path emulation --------------------------------------------------
-    def shape(self, shaper: str, rate_bps: float, buffer: Buffer, rtt_ms: float,
-              loss_pct: float, netem_limit: int, ngwa: bool | None = None,
-              jitter_ms: float = 0.0) -> None:
-        """The bottleneck queue on rl, the delay, jitter and loss on rd. With
-        @ngwa (True: flow division) the queue is the patched kernel's
-        byte-limited ngwa qdisc, which writes its free space into the NGWA
-        option."""
+    def shape(self, shaper: str, rate_bps: float, queue: list[str], rtt_ms: float,
+              loss_pct: float, netem_limit: int, jitter_ms: float = 0.0) -> None:
+        """The bottleneck queue on rl (@queue: its `tc qdisc` kind and
+        options, bottleneck_queue()), the delay, jitter and loss on rd."""
         rl, rd = self.ns("rl"), self.ns("rd")
         if shaper == "tbf":
             run(["tc", "qdisc", "add", "dev", "right", "root", "handle", "1:", "tbf",
@@ -95,13 +95,7 @@ class Dumbbell(Testbed):
             run(["tc", "class", "add", "dev", "right", "parent", "1:", "classid", "1:1",
                  "htb", *self._htb_args(rate_bps)], ns=rl)
             parent = "1:1"
-        if ngwa is not None:
-            fifo = ["ngwa", "limit", str(queue_bytes(buffer)), *(["fd"] if ngwa else [])]
-        elif buffer.packets is not None:
-            fifo = ["pfifo", "limit", str(buffer.packets)]
-        else:
-            fifo = ["bfifo", "limit", str(buffer.bytes)]
-        run(["tc", "qdisc", "add", "dev", "right", "parent", parent, "handle", "10:", *fifo],
+        run(["tc", "qdisc", "add", "dev", "right", "parent", parent, "handle", "10:", *queue],
             ns=rl)
         if rtt_ms > 0 or loss_pct > 0:
             half_us = str(int(round(rtt_ms * 500))) + "us"
@@ -118,6 +112,19 @@ class Dumbbell(Testbed):
             run(["tc", "qdisc", "add", "dev", "right", "root", *fwd], ns=rd)
             run(["tc", "qdisc", "add", "dev", "left", "root", "netem", "delay", half_us,
                  "limit", str(netem_limit)], ns=rd)
+
+    def delay_flows(self, extra_ms: dict[int, float], netem_limit: int) -> None:
+        """Flow i's own path: @extra_ms[i] more RTT than the shared delay,
+        half on rr's link to its receiver (the data), half on the
+        receiver's link back (its ACKs); past the bottleneck, so the queue
+        stays the only one that fills."""
+        for i, ms in extra_ms.items():
+            if ms <= 0:
+                continue
+            half = ["netem", "delay", str(int(round(ms * 500))) + "us", "limit",
+                    str(netem_limit)]
+            run(["tc", "qdisc", "add", "dev", f"d{i}", "root", *half], ns=self.ns("rr"))
+            run(["tc", "qdisc", "add", "dev", "eth0", "root", *half], ns=self.receiver(i))
 
     def set_rate(self, shaper: str, rate_bps: float) -> None:
         """A step of --bw-schedule: change the bottleneck rate in place (the
@@ -171,6 +178,19 @@ def _bucket(rate_bps: float) -> int:
     flows it carried 12.5 of 20 Mbit/s, its queue full and dropping. With
     10 ms of credit a late timer is made up, whatever the kernel's HZ."""
     return max(int(rate_bps / 8 / 100), 2 * FRAME)
+
+
+def bottleneck_queue(params: RunParams) -> list[str]:
+    """The bottleneck queue's `tc qdisc` kind and options: the AQM of
+    --aqm, the patched kernel's ngwa qdisc with --ngwa (it writes its free
+    space into the NGWA option; `fd`: flow division), else a drop-tail
+    pfifo or bfifo in --buffer's unit."""
+    if params.ngwa_mode is not None:
+        return ["ngwa", "limit", str(queue_bytes(params.buffer)),
+                *(["fd"] if params.ngwa_flow_division else [])]
+    b = params.buffer
+    return aqms.tc_args(params.queue, params.aqm_params, b.packets, b.bytes,
+                        bool(params.ecn), params.peak_bps)
 
 
 def queue_bytes(buffer: Buffer) -> int:

@@ -18,8 +18,9 @@ from .options import (
 @click.command(short_help="Run iperf3 flows over an emulated path; capture, probe, summarise.")
 @click.option("--cc", default="cubic", show_default=True, metavar="NAME[,NAME...]",
               help="Variant of the flows: one for all, or one per flow.")
-@click.option("--rtt", "rtt_ms", default=100.0, show_default=True, type=float, metavar="MS",
-              help="Base round-trip time (netem delay, half each way).")
+@click.option("--rtt", "rtt_ms", default="100", show_default=True, metavar="MS[,MS...]",
+              help="Base round-trip time (netem delay, half each way): one for every "
+                   "flow, or one per flow.")
 @click.option("--loss", "loss_pct", default=0.0, show_default=True, type=float, metavar="PCT",
               help="Random loss on the forward path, in percent.")
 @click.option("--jitter", "jitter_ms", default=0.0, show_default=True, type=float, metavar="MS",
@@ -43,6 +44,16 @@ from .options import (
               help="Seconds between flow starts (default: 0 for single, else 2).")
 @click.option("--bw-schedule", metavar="T:RATE,...",
               help="Bottleneck rate over time, e.g. 0:1gbit,60:500mbit,120:1gbit.")
+@click.option("--aqm", metavar="QDISC",
+              help="Bottleneck queue: bfifo, pfifo, red, codel, fq_codel, pie, fq_pie, "
+                   "cake, fq or sfq (default: pfifo or bfifo by --buffer's unit). Its limit "
+                   "is --buffer.")
+@click.option("--aqm-params", metavar="K=V,...",
+              help="The queue's own parameters, as tc names them: target=5ms,interval=100ms, "
+                   "flags such as ecn or noecn.")
+@click.option("--ecn", metavar="on|off[,...]",
+              help="Senders ask for ECN: one for every flow, or one per flow (default: on "
+                   "for dctcp, else off). A marking AQM is told to mark.")
 @click.option("--shaper", default="htb", show_default=True, type=click.Choice(["htb", "tbf"]),
               help="Rate limiter of the bottleneck.")
 @click.option("--repeat", default=1, show_default=True, type=int, metavar="N",
@@ -64,8 +75,8 @@ from .options import (
 @json_option("Print JSON (docs/run.md) instead of tables.")
 @quiet_option()
 def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, start_gap_s,
-        bw_schedule, shaper, repeat, seed, backend, kernel, clock, ngwa, wbrto, wbrto_unit_ms,
-        boot_timeout, out_dir, db_path, as_json, quiet):
+        bw_schedule, aqm, aqm_params, ecn, shaper, repeat, seed, backend, kernel, clock, ngwa,
+        wbrto, wbrto_unit_ms, boot_timeout, out_dir, db_path, as_json, quiet):
     """Run iperf3 flows over an emulated dumbbell and summarise them.
 
     Builds the topology of Callegari et al. (senders, a router with the
@@ -92,6 +103,9 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
       tcpvar run --cc cubic --rtt 100 --bw 1gbit --clock virtual
       tcpvar run --cc reno --mode fairness --ngwa 5 --buffer 100
       tcpvar run --cc reno --flows 12 --bw 1mbit --wbrto medium
+      tcpvar run --cc cubic,bbr --aqm fq_codel --buffer 10bdp
+      tcpvar run --cc dctcp --aqm codel --aqm-params ce_threshold=1ms
+      tcpvar run --cc cubic,cubic --rtt 20,80
     """
     from tcpvar.capture.params import make_params
     from tcpvar.capture.session import SessionRequest
@@ -102,7 +116,8 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
                          bw=bw, buffer=buffer, duration_s=duration_s, flows=flows, mode=mode,
                          start_gap_s=start_gap_s, schedule=bw_schedule, repeat=repeat,
                          seed=seed, shaper=shaper, ngwa=ngwa, wbrto=wbrto,
-                         wbrto_unit_ms=wbrto_unit_ms, clock=clock or "auto")
+                         wbrto_unit_ms=wbrto_unit_ms, clock=clock or "auto", aqm=aqm,
+                         aqm_params=aqm_params, ecn=ecn)
     with runs.LiveProgress(quiet=quiet) as progress:
         outcome = execute(db_path, SessionRequest(params, backend, kernel, out_dir, boot_timeout),
                           progress, html.write_run_folder)

@@ -27,7 +27,8 @@ def _listed(name: str, metavar: str, text: str):
                                              "the options and printed).")
 @_listed("cc", "NAME[+NAME],...", "Variants: one run each; '+' joins a run's flows "
                                   "(cubic+reno is one run of two flows).")
-@_listed("rtt", "MS,...", "Base round-trip times.")
+@_listed("rtt", "MS[+MS],...", "Base round-trip times; '+' gives a run's flows their own "
+                             "(20+80).")
 @_listed("loss", "PCT,...", "Random loss on the forward path, in percent.")
 @_listed("jitter", "MS,...", "Delay variation of the forward path.")
 @_listed("bw", "RATE,...", "Bottleneck rates (e.g. 10mbit,100mbit).")
@@ -38,6 +39,10 @@ def _listed(name: str, metavar: str, text: str):
 @_listed("start_gap", "S,...", "Seconds between flow starts.")
 @_listed("bw_schedule", "T:RATE,...;...", "Bottleneck schedules, ';' between them.")
 @_listed("shaper", "htb|tbf,...", "Rate limiters of the bottleneck.")
+@_listed("aqm", "QDISC,...", "Bottleneck queues: bfifo, pfifo, red, codel, fq_codel, pie, "
+                             "fq_pie, cake, fq, sfq.")
+@_listed("aqm_params", "K=V,...;...", "The queues' own parameters, ';' between sets.")
+@_listed("ecn", "on|off[+...],...", "ECN of the senders; '+' gives a run's flows their own.")
 @_listed("ngwa", "MODE,...", "NGWA modes 1-8 (the patched kernel).")
 @_listed("wbrto", "SCALE,...", "WB-RTO scales: small, medium, wide (the patched kernel).")
 @_listed("wbrto_unit", "MS,...", "WB-RTO units.")

@@ -71,7 +71,8 @@ def load_run(store, run_dir: Path, progress=None) -> int:
                    study=(m.get("study") or {}).get("name"),
                    cell=(m.get("study") or {}).get("cell"), **conditions(m))
         for f in m["flows"]:
-            _load_flow(c, run_id, f, reports[f["flow"]], captures.get("sender"))
+            _load_flow(c, run_id, f, reports[f["flow"]], captures.get("sender"),
+                       m["params"].get("rtt_ms"))
         if qdiscs:
             c.executemany("INSERT INTO qdisc_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
                           "$9, $10, $11, $12, $13, $14, $15)", [[run_id, *q] for q in qdiscs])
@@ -125,7 +126,10 @@ def _fraction(v) -> float | None:
     return float(v) if _number(v) and 0 <= v <= 1 else None
 
 
-def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | None) -> None:
+def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | None,
+               rtt_ms: float | None) -> None:
+    """One flow; @rtt_ms is the run's, for manifests written before each flow
+    had its own."""
     n = f["flow"]
     client, server = reports
     s = flow_summary(client, server)
@@ -136,11 +140,14 @@ def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | 
                        "ORDER BY packets DESC LIMIT 1",
                   [sender_capture, f["src_port"], f["dst_port"]])
         conn = row[0] if row else None
-    con.execute("INSERT INTO flows VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, "
-                "$12, $13, $14, $15)",
-                [run_id, n, f["role"], f["cc"], f["src_addr"], f["src_port"], f["dst_addr"],
-                 f["dst_port"], f["start_s"], f["duration_s"], conn, s["bytes_sent"],
-                 s["bytes_received"], s["iperf_bps"], s["iperf_retransmits"]])
+    row = {"run_id": run_id, "flow": n, **{k: f[k] for k in (
+               "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",
+               "duration_s")}, "conn": conn,
+           **{k: s[k] for k in ("bytes_sent", "bytes_received", "iperf_bps", "iperf_retransmits")},
+           "base_rtt_ms": f.get("rtt_ms", rtt_ms), "ecn": f.get("ecn", False)}
+    con.execute(f"INSERT INTO flows ({', '.join(row)}) "
+                f"VALUES ({', '.join(f'${i}' for i in range(1, len(row) + 1))})",
+                list(row.values()))
     rows = interval_rows(run_id, n, client)
     if rows:
         con.executemany("INSERT INTO iperf_intervals VALUES "

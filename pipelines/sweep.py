@@ -43,7 +43,7 @@ from tcpvar.store import Store
 # study key -> make_params keyword, the type of one value, the value of `tcpvar run`
 OPTIONS = {
     "cc": ("cc", str, "cubic"),
-    "rtt": ("rtt_ms", float, 100.0),
+    "rtt": ("rtt_ms", float, 100.0),        # or one per flow: "20+80"
     "loss": ("loss_pct", float, 0.0),
     "jitter": ("jitter_ms", float, 0.0),
     "bw": ("bw", str, "20mbit"),
@@ -59,8 +59,12 @@ OPTIONS = {
     "wbrto_unit": ("wbrto_unit_ms", int, 1000),
     "seed": ("seed", int, 0),
     "clock": ("clock", str, "auto"),
+    "aqm": ("aqm", str, None),
+    "aqm_params": ("aqm_params", str, None),
+    "ecn": ("ecn", str, None),
 }
 assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
+PER_FLOW = ("cc", "rtt", "ecn")     # a value per flow: "cubic+reno", "20+80"
 MAX_FILE_BYTES = 1 << 20            # a study file is a few kB (callegari2011's: 10)
 
 
@@ -239,13 +243,14 @@ def _as_list(key: str, value) -> list:
 def split(key: str, text: str) -> list[str]:
     """The values of an option: comma-separated, but ";" between bandwidth
     schedules (a schedule's steps are comma-separated)."""
-    return [v for v in text.split(";" if key == "bw_schedule" else ",") if v.strip()]
+    return [v for v in text.split(";" if key in ("bw_schedule", "aqm_params") else ",")
+            if v.strip()]
 
 
 def _one(key: str, value):
     kind = OPTIONS[key][1]
     text = str(value).strip()
-    if key == "cc":
+    if key in PER_FLOW and "+" in text or key == "cc":
         return text.replace("+", ",")   # "+" joins a run's flows; make_params reads ","
     try:
         return kind(text) if kind is not str else text
@@ -267,7 +272,8 @@ def cells(study: Study) -> list[Cell]:
             params = make_params(repeat=study.repeat, **kwargs)
         except UsageError as exc:
             raise UsageError(f"cell {_describe(chosen)}: {exc}") from None
-        shown = {k: v.replace(",", "+") if k == "cc" else v for k, v in chosen.items()}
+        shown = {k: v.replace(",", "+") if k in PER_FLOW and isinstance(v, str) else v
+                 for k, v in chosen.items()}
         out.append(Cell(shown, params, cell_key(params)))
     return out
 
@@ -279,6 +285,9 @@ def cell_key(params: RunParams) -> str:
         d.pop("jitter_ms")      # as before --jitter existed: stored studies keep their cells
     if d["clock"] == "auto":
         d.pop("clock")          # and before --clock
+    for key, default in (("aqm", None), ("aqm_params", {}), ("ecn", []), ("flow_rtts_ms", [])):
+        if d[key] == default:
+            d.pop(key)          # and before --aqm, --ecn and RTT lists
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

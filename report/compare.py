@@ -23,7 +23,8 @@ HEADINGS = {
     "friendliness": ("vs Reno", 2),
     "background_mbps": ("background Mbit/s", 2), "test_mbps": ("test flows Mbit/s", 2),
     "flow_mbps": ("per flow Mbit/s", 2), "utilization_pct": ("utilisation %", 1),
-    "bottleneck_drops": ("queue drops", 1),
+    "bottleneck_drops": ("queue drops", 1), "bottleneck_marks": ("queue CE marks", 1),
+    "ce_packets": ("CE pkts (capture)", 1),
 }
 
 

@@ -13,12 +13,12 @@ from tcpvar.progress import Progress, span_text
 from .tables import ms, si
 from .untrusted import printable
 
-RUN_COLUMNS = ("flow", "cc", "role", "throughput iperf3", "throughput pcap", "rexmit pkts",
-               "RTT avg ms", "RTT min ms", "cwnd max", "RTO events")
+RUN_COLUMNS = ("flow", "cc", "role", "base RTT ms", "throughput iperf3", "throughput pcap",
+               "rexmit pkts", "RTT avg ms", "RTT min ms", "cwnd max", "RTO events")
 
 
 def flow_row(f: dict) -> tuple:
-    return (str(f["flow"]), printable(f["cc"]), printable(f["role"]),
+    return (str(f["flow"]), printable(f["cc"]), printable(f["role"]), ms(f.get("base_rtt_ms")),
             si(f["throughput_bps"]["iperf3"], "bit/s"),
             si(f["throughput_bps"]["pcap"], "bit/s"),
             "-" if f["retransmitted_packets"] is None else str(f["retransmitted_packets"]),
@@ -40,11 +40,15 @@ def run_title(s: dict) -> str:
     p = s["params"] if isinstance(s["params"], dict) else {}
     bw = p.get("bw_bps")
     bw = si(bw, "bit/s") if bw is None or _number(bw) else str(bw)
+    rtts = p.get("flow_rtts_ms") or [p.get("rtt_ms")]
     title = (f"run {s['run_id']} ({s['name']}): {p.get('mode')} on {s['backend']}, "
-             f"kernel {s['kernel']}, RTT {_g(p.get('rtt_ms'))} ms, "
+             f"kernel {s['kernel']}, RTT {'/'.join(_g(r) for r in rtts)} ms, "
              f"loss {_g(p.get('loss_pct'))}%, bottleneck {bw}, {_g(p.get('duration_s'))} s")
     if p.get("jitter_ms"):
         title += f", jitter {_g(p['jitter_ms'])} ms"
+    if p.get("aqm"):
+        title += f", queue {p['aqm']}" + "".join(
+            f" {k}" if v is None else f" {k}={v}" for k, v in (p.get("aqm_params") or {}).items())
     if p.get("ngwa_mode") is not None:
         title += f", NGWA mode {p['ngwa_mode']}"
     if p.get("wbrto") is not None:
@@ -78,12 +82,17 @@ def summary_lines(s: dict) -> list[str]:
                      f"{fr['reference_flow']} ({fr['reference_cc']}): " + "; ".join(parts))
     b = s.get("bottleneck")
     if b:
-        unit = "packets" if b["qdisc"] == "pfifo" else "bytes"
-        line = (f"bottleneck queue {b['qdisc']} (limit {b['limit']} {unit}): "
+        line = (f"bottleneck queue {b['qdisc']} (limit {b['limit']} {b['limit_unit']}): "
                 f"{b['sent_packets']} packets sent, {b['drops']} dropped")
         if b["counters"]:
             line += "; " + ", ".join(f"{k} {v}" for k, v in b["counters"].items())
         lines.append(line)
+    marked = [f for f in s["flows"] if (f.get("ecn") or {}).get("asked")]
+    if marked:
+        lines.append("ECN: " + "; ".join(
+            f"flow {f['flow']} {_g(f['ecn']['ce_packets'])} CE-marked at the bottleneck, "
+            f"{_g(f['ecn']['ece_packets'])} ECE, {_g(f['ecn']['cwr_packets'])} CWR"
+            for f in marked))
     ngwa = [f for f in s["flows"] if f.get("ngwa_window_bytes")]
     if ngwa:
         lines.append("NGWA window after the bottleneck: " + "; ".join(

@@ -302,3 +302,14 @@ CREATE TABLE IF NOT EXISTS fidelity (
 -- stores checked before the emulator item
 ALTER TABLE fidelity ADD COLUMN IF NOT EXISTS emulator_status VARCHAR;
 ALTER TABLE fidelity ADD COLUMN IF NOT EXISTS host_wait_frac DOUBLE;
+-- stores written before ECN was counted: per connection and direction, the
+-- packets whose IP header says ECT(0) or ECT(1), or CE (a queue marked
+-- them), and those with TCP's ECE and CWR flags
+ALTER TABLE dir_counters ADD COLUMN IF NOT EXISTS ect_packets BIGINT;
+ALTER TABLE dir_counters ADD COLUMN IF NOT EXISTS ce_packets BIGINT;
+ALTER TABLE dir_counters ADD COLUMN IF NOT EXISTS ece_packets BIGINT;
+ALTER TABLE dir_counters ADD COLUMN IF NOT EXISTS cwr_packets BIGINT;
+-- and before a flow had its own RTT and ECN: the base RTT asked for its
+-- path (--rtt) and whether its sender asked for ECN (--ecn)
+ALTER TABLE flows ADD COLUMN IF NOT EXISTS base_rtt_ms DOUBLE;
+ALTER TABLE flows ADD COLUMN IF NOT EXISTS ecn BOOLEAN;

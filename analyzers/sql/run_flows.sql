@@ -1,7 +1,10 @@
 -- The end-of-run summary, one row per flow of a run: iperf3's figures, the
 -- sender capture's statistics of the flow's data direction, what tcp_probe
 -- saw on the sending socket (local port = the flow's source port), and the
--- NGWA values the bottleneck wrote into the flow's data packets.
+-- NGWA values the bottleneck wrote into the flow's data packets, and its
+-- ECN: the data packets that left the bottleneck CE-marked (bottleneck
+-- capture), the ACKs that echoed it (ECE) and the data packets whose
+-- sender said it had reacted (CWR) in the sender capture.
 -- An RTO event is an entry into the Loss state when the probe carries
 -- ca_state (extended record), else a timeout the capture analysis inferred.
 -- Parameter: $run_id.
@@ -39,6 +42,24 @@ ngwa AS (
     WHERE f.run_id = $run_id AND p.len > 0 AND p.ngwa_window <> 4294967295
     GROUP BY f.flow
 ),
+ecn AS (
+    SELECT f.flow, d.ect_packets AS ect, d.cwr_packets AS cwr, back.ece_packets AS ece,
+           (SELECT sum(b.ce_packets)
+            FROM connections c2
+            JOIN dir_counters b ON b.capture_id = c2.capture_id AND b.conn = c2.conn
+             AND b.dir = CASE WHEN c2.a_port = f.src_port THEN 0 ELSE 1 END
+            WHERE c2.capture_id = r.bottleneck_capture
+              AND ((c2.a_port = f.src_port AND c2.b_port = f.dst_port)
+                   OR (c2.a_port = f.dst_port AND c2.b_port = f.src_port))) AS ce
+    FROM flows f
+    JOIN runs r USING (run_id)
+    JOIN connections c ON c.capture_id = r.sender_capture AND c.conn = f.conn
+    JOIN dir_counters d ON d.capture_id = c.capture_id AND d.conn = c.conn
+     AND d.dir = CASE WHEN c.a_port = f.src_port THEN 0 ELSE 1 END
+    JOIN dir_counters back ON back.capture_id = c.capture_id AND back.conn = c.conn
+     AND back.dir <> d.dir
+    WHERE f.run_id = $run_id
+),
 pcap AS (
     SELECT f.flow, s.*
     FROM flows f
@@ -49,7 +70,9 @@ pcap AS (
     WHERE f.run_id = $run_id
 )
 SELECT f.flow, f.role, f.cc, f.src_addr, f.src_port, f.dst_addr, f.dst_port, f.start_s,
-       f.duration_s, f.conn,
+       f.duration_s, f.conn, f.base_rtt_ms, f.ecn,
+       ecn.ect AS ect_packets, ecn.ce AS ce_packets, ecn.ece AS ece_packets,
+       ecn.cwr AS cwr_packets,
        f.iperf_bps AS throughput_iperf3_bps,
        -- over the flow's data transfer, as iperf3 measures over its test (the
        -- connection may idle before it while iperf3 sets the test up)
@@ -71,5 +94,6 @@ LEFT JOIN pcap USING (flow)
 LEFT JOIN probe USING (flow)
 LEFT JOIN loss_entries USING (flow)
 LEFT JOIN ngwa USING (flow)
+LEFT JOIN ecn USING (flow)
 WHERE f.run_id = $run_id
 ORDER BY f.flow

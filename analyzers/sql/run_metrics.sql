@@ -15,8 +15,11 @@
 -- friendliness runs) and of the test flows (their mean): the paper's
 -- "connection 1" and "connection 2", or "Reno" and the variant; the mean
 -- of the flows' iperf3 rates, the link's utilisation (all data sent over
--- the run's span, over the bottleneck rate) and the packets the bottleneck
--- queue dropped.
+-- the run's span, over the bottleneck rate), the packets the bottleneck
+-- queue dropped and those it marked CE (its own counters: RED's `marked`,
+-- the CoDel and PIE family's `ecn_mark` and `ce_mark`, CAKE's per tin, fq's
+-- `ce_mark`), and the CE-marked packets of the bottleneck capture (when it
+-- carried ECN-capable packets).
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
     SELECT * FROM flow_rates WHERE list_contains($run_ids::INTEGER[], run_id)
@@ -31,9 +34,23 @@ WITH per_flow AS (
     WHERE p.rtt_us IS NOT NULL
     GROUP BY f.run_id
 ), queue AS (
-    SELECT run_id, drops AS bottleneck_drops
+    SELECT run_id, drops AS bottleneck_drops,
+           CASE WHEN kind IN ('red', 'codel', 'fq_codel', 'pie', 'fq_pie', 'cake', 'fq')
+                THEN coalesce(TRY_CAST(xstats ->> '$.marked' AS BIGINT), 0)
+                     + coalesce(TRY_CAST(xstats ->> '$.ecn_mark' AS BIGINT), 0)
+                     + coalesce(TRY_CAST(xstats ->> '$.ce_mark' AS BIGINT), 0)
+                     + coalesce(list_sum(TRY_CAST(xstats -> '$.tins[*].ecn_mark' AS BIGINT[])), 0)
+           END AS bottleneck_marks
     FROM qdisc_stats
     WHERE list_contains($run_ids::INTEGER[], run_id) AND router = 'rl' AND parent = '1:1'
+), marked AS (
+    SELECT r.run_id,
+           -- none without ECN-capable traffic (nothing could be marked)
+           CASE WHEN sum(d.ect_packets + d.ce_packets) > 0 THEN sum(d.ce_packets) END
+               AS ce_packets
+    FROM runs r JOIN dir_counters d ON d.capture_id = r.bottleneck_capture
+    WHERE list_contains($run_ids::INTEGER[], r.run_id)
+    GROUP BY r.run_id
 )
 SELECT run_id,
        sum(throughput_bps) / 1e6 AS throughput_mbps,
@@ -55,10 +72,13 @@ SELECT run_id,
        avg(iperf_bps) / 1e6 AS flow_mbps,
        100 * 8 * sum(data_bytes) / nullif(any_value(span.span_s), 0) / any_value(bw_bps)
            AS utilization_pct,
-       any_value(queue.bottleneck_drops) AS bottleneck_drops
+       any_value(queue.bottleneck_drops) AS bottleneck_drops,
+       any_value(queue.bottleneck_marks) AS bottleneck_marks,
+       any_value(marked.ce_packets) AS ce_packets
 FROM per_flow
 JOIN span USING (run_id)
 LEFT JOIN rtt USING (run_id)
 LEFT JOIN queue USING (run_id)
+LEFT JOIN marked USING (run_id)
 GROUP BY run_id
 ORDER BY run_id

@@ -402,6 +402,7 @@ static int ipv4(struct view *v, struct tv_segment *seg)
 	memcpy(seg->dst, p + 16, 4);
 	memset(seg->dst + 4, 0, 12);
 	seg->ip_id = be16(p + 4);
+	seg->ecn = p[1] & 3;
 	ipv4_options(p + 20, ihl - 20, seg);
 	skip(v, ihl);
 	return tcp(v, tot - ihl, seg);
@@ -423,6 +424,7 @@ static int ipv6(struct view *v, struct tv_segment *seg)
 		plen = len_from_record(v->wire > 40 ? v->wire - 40 : 0, seg);
 	next = p[6];
 	seg->family = 6;
+	seg->ecn = (p[1] >> 4) & 3;	/* the traffic class' low bits */
 	memcpy(seg->src, p + 8, 16);
 	memcpy(seg->dst, p + 24, 16);
 	skip(v, 40);
@@ -473,6 +475,7 @@ int tv_decode(int dlt, const uint8_t *data, uint32_t caplen, uint32_t wirelen,
 	seg->nsack = 0;
 	seg->ngwa_state = 0;
 	seg->len_from_record = 0;
+	seg->ecn = 0;
 	type = link_layer(dlt, &v);
 	if (type == ETH_IPV4)
 		return ipv4(&v, seg);

@@ -58,6 +58,7 @@ struct tv_segment {
 	uint16_t win;		/* raw field, unscaled */
 	uint16_t urp;
 	uint16_t ip_id;
+	uint8_t  ecn;		/* the IP header's ECN field: 0 not ECT, 1-2 ECT, 3 CE */
 	uint32_t payload;	/* TCP payload bytes, from the IP length */
 	uint32_t captured_payload; /* of those, how many were captured */
 	/* the IP length field was 0 (segmentation offload): 1 when the

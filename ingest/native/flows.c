@@ -1069,6 +1069,10 @@ int tv_flows_add(struct tv_flows *f, uint64_t ts, uint32_t frame,
 		st->rst++;
 		c->reset = 1;
 	}
+	st->ect_packets += seg->ecn == 1 || seg->ecn == 2;
+	st->ce_packets += seg->ecn == 3;
+	st->ece_packets += !!(seg->flags & TV_ECE);
+	st->cwr_packets += !!(seg->flags & TV_CWR);
 	f->ended += !was_ended && ended(c);
 
 	shift = window_shift(c, dir);

@@ -46,6 +46,8 @@ struct tv_dirstats {
 	uint64_t sack_packets, dsack_packets, sack_blocks, max_sack_blocks;
 	uint64_t zero_win_adv, zwnd_probes, zwnd_probe_bytes;
 	uint64_t pushed, urgent, syn, fin, rst;
+	uint64_t ect_packets, ce_packets;	/* IP ECN field ECT(0)/ECT(1), CE */
+	uint64_t ece_packets, cwr_packets;	/* TCP's ECE and CWR flags */
 	uint64_t hw_dups, missed_bytes, truncated;
 	uint64_t hw_copies;	/* tcptrace's hardware dups, dropped or not */
 	uint64_t win_min, win_max, win_n;

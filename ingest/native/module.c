@@ -441,6 +441,8 @@ static const struct field stat_fields[] = {
 	DS(max_sack_blocks, F_U64), DS(zero_win_adv, F_U64), DS(zwnd_probes, F_U64),
 	DS(zwnd_probe_bytes, F_U64), DS(pushed, F_U64), DS(urgent, F_U64),
 	DS(syn, F_U64), DS(fin, F_U64), DS(rst, F_U64), DS(hw_dups, F_U64), DS(hw_copies, F_U64),
+	DS(ect_packets, F_U64), DS(ce_packets, F_U64), DS(ece_packets, F_U64),
+	DS(cwr_packets, F_U64),
 	DS(missed_bytes, F_U64), DS(truncated, F_U64),
 	DS(win_min, F_U64), DS(win_max, F_U64), DS(win_n, F_U64), DS(win_sum, F_DBL),
 	DS(seg_min, F_U64), DS(seg_max, F_U64),
