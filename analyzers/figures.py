@@ -149,7 +149,9 @@ def _run_title(name: str, p: dict, backend, kernel, rows) -> str:
     if len(ccs) > 1 and len(set(ccs)) == 1:
         variants = f"{len(ccs)} \u00d7 {ccs[0]}"
     parts = [variants]
-    if "rtt_ms" in p:
+    if p.get("flow_rtts_ms"):
+        parts.append(f"RTT {'/'.join(f'{r:g}' for r in p['flow_rtts_ms'])} ms")
+    elif "rtt_ms" in p:
         parts.append(f"RTT {p['rtt_ms']:g} ms")
     if "bw_bps" in p:
         parts.append(f"{p['bw_bps'] / 1e6:g} Mbit/s")
@@ -157,6 +159,11 @@ def _run_title(name: str, p: dict, backend, kernel, rows) -> str:
         parts.append(f"loss {p['loss_pct']:g} %")
     if p.get("jitter_ms"):
         parts.append(f"jitter {p['jitter_ms']:g} ms")
+    if p.get("aqm"):
+        parts.append(p["aqm"])
+    if any(p.get("ecn") or []):
+        parts.append("ECN " + "/".join("on" if e else "off" for e in p["ecn"])
+                     if len(set(p["ecn"])) > 1 else "ECN")
     if p.get("ngwa_mode") is not None:
         parts.append(f"NGWA mode {p['ngwa_mode']}")
     if p.get("wbrto"):

@@ -39,6 +39,21 @@ class Kernel:
                 found.add({"HSTCP": "highspeed"}.get(m.group(1), m.group(1).lower()))
         return found - NOT_VARIANTS
 
+    def qdiscs(self) -> set[str] | None:
+        """Queue disciplines the kernel offers (built in or as modules), or
+        None when that is only known once it runs."""
+        if self.root is None or self.release is None:
+            return None
+        moddir = self.root / "lib" / "modules" / self.release / "kernel" / "net" / "sched"
+        found = {f.name.split(".")[0][4:] for f in moddir.glob("sch_*.ko*")}
+        config = self.root / "boot" / f"config-{self.release}"
+        if config.exists():
+            found |= {m.group(1).lower() for m in
+                      re.finditer(r"^CONFIG_NET_SCH_(\w+)=y", config.read_text(), re.M)}
+        # pfifo and bfifo are the kernel's own (sch_fifo.c, always built);
+        # the config's DEFAULT and FIFO are not qdiscs of their own
+        return (found - {"default", "fifo"}) | {"pfifo", "bfifo"}
+
 
 def module_variants(moddir: Path) -> set[str]:
     """Congestion controls a kernel's module folder offers (tcp_<name>.ko*)."""

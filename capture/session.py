@@ -139,6 +139,16 @@ def check_variants(needed: list[str], offered: set[str] | None, kernel: str) -> 
                          f"kernel that has it with --kernel PATH)")
 
 
+def check_qdiscs(needed: list[str], offered: set[str] | None, kernel: str) -> None:
+    """--aqm's qdiscs in the kernel (None: unknown until it boots)."""
+    missing = [q for q in needed if offered is not None and q not in offered]
+    if missing:
+        from .aqm import AQMS
+
+        raise UsageError(f"--aqm {missing[0]}: the {kernel} kernel has no such qdisc (of "
+                         f"tcpvar's, it offers {', '.join(q for q in AQMS if q in offered)})")
+
+
 def _backend(req: SessionRequest, plan: list[PlannedRun]) -> tuple[str, str]:
     """One backend for every run of the session: the micro-VM when any run
     needs it."""
@@ -181,6 +191,8 @@ def _in_vm(req: SessionRequest, plan: list[PlannedRun], runs: list[dict], out_di
         kernel = kernels.resolve(req.kernel or ("patched" if patched else "stock"), progress)
         check_variants(sorted({c for p in plan for c in p.params.needed_ccs()}),
                        kernel.variants(), kernel.kind)
+        check_qdiscs(sorted({p.params.aqm for p in plan if p.params.aqm}), kernel.qdiscs(),
+                     kernel.kind)
         probe.prepare()     # the guest sees the host's files read-only: build before boot
         if any(p.params.ngwa_mode is not None for p in plan):
             from .kernel_build import patched_tc

@@ -35,6 +35,7 @@ class Dumbbell(Testbed):
     def __init__(self, tag: str, flows: int):
         super().__init__("tcpvar", tag)
         self.flows = flows
+        self.own_delay: list[int] = []      # flows with a delay of their own (delay_flows)
 
     def sender(self, i: int) -> str:
         return self.ns(f"s{i}")
@@ -121,6 +122,7 @@ class Dumbbell(Testbed):
         for i, ms in extra_ms.items():
             if ms <= 0:
                 continue
+            self.own_delay.append(i)
             half = ["netem", "delay", str(int(round(ms * 500))) + "us", "limit",
                     str(netem_limit)]
             run(["tc", "qdisc", "add", "dev", f"d{i}", "root", *half], ns=self.ns("rr"))
@@ -160,9 +162,13 @@ class Dumbbell(Testbed):
         return "\n".join(parts)
 
     def qdisc_stats_json(self) -> list[dict]:
+        """`tc -s -j` of the bottleneck's and the delay's links, and of each
+        flow's own delay (router rr, and its receiver d<i>)."""
         out = []
-        for ns, dev in ((self.ns("rl"), "right"), (self.ns("rd"), "right"),
-                        (self.ns("rd"), "left")):
+        links = [(self.ns("rl"), "right"), (self.ns("rd"), "right"), (self.ns("rd"), "left")]
+        for i in self.own_delay:
+            links += [(self.ns("rr"), f"d{i}"), (self.receiver(i), "eth0")]
+        for ns, dev in links:
             text = run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], ns=ns, check=False)
             try:
                 for q in json.loads(text or "[]"):

@@ -230,6 +230,9 @@ def _specs() -> list[_Spec]:
         _Spec("netns", "paper variants", "those variants on the host kernel (auto sends "
               "them to the micro-VM)", _paper_variants, required=False,
               hint="none for this kernel: the micro-VM's Debian kernel has all 13"),
+        _Spec("netns", "AQMs", "--aqm on the host kernel (auto sends such runs to the "
+              "micro-VM)", _host_qdiscs, required=False,
+              hint="none for this kernel: the micro-VM's Debian kernel has them all"),
 
         *(_tool_spec("vm", t, vm_use + use) for t, use in VM_TOOL_USE.items()),
         _Spec("vm", "KVM", "fast guests: without KVM the micro-VM runs under TCG "
@@ -403,6 +406,28 @@ def _host_cc() -> Found:
     return Found(False, f"not in the host kernel, which offers {', '.join(sorted(offered))}")
 
 
+def _aqms(offered: set[str]) -> list[str]:
+    from tcpvar.capture.aqm import AQMS
+
+    return [q for q in AQMS if q in offered]
+
+
+def _host_qdiscs() -> Found:
+    from tcpvar.capture import backend
+    from tcpvar.capture.aqm import AQMS
+
+    if os.geteuid() != 0:
+        return Found(False, "unknown: trying qdiscs needs root", hint=_AS_ROOT)
+    if tools.find("ip") is None or tools.find("tc") is None:
+        return Found(False, "unknown: trying qdiscs needs ip and tc")
+    have = [q for q in AQMS if backend.host_has_qdisc(q)]
+    missing = [q for q in AQMS if q not in have]
+    if not missing:
+        return Found(True, f"the host kernel has all {len(AQMS)}: {', '.join(have)}")
+    return Found(False, f"the host kernel has {', '.join(have) or 'none'}; it lacks "
+                        f"{', '.join(missing)}")
+
+
 def _paper_variants() -> Found:
     from tcpvar.capture import backend
 
@@ -440,7 +465,8 @@ def _stock() -> Found:
     k = kernels.cached_stock_kernel()
     if k is not None:
         offered = k.variants() or set()
-        return Found(True, f"cached at {k.image} ({len(offered)} variants)",
+        return Found(True, f"cached at {k.image}: variants {', '.join(sorted(offered))}; "
+                           f"queues for --aqm {', '.join(_aqms(k.qdiscs() or set()))}",
                      k.release, state="cached")
     for tool in STOCK_FETCH_TOOLS:
         if tools.find(tool) is None:

@@ -1,0 +1,172 @@
+"""The paths of today in the micro-VM (Debian's kernel, virtual time): an
+AQM at the bottleneck, ECN, and a different RTT per flow. Every figure is
+held to an independent truth: the qdisc the kernel reports (`tc -s -j`,
+kept in the run folder), tshark's reading of the captures (RTT samples,
+the IP ECN field, TCP's ECE flag) and a percentile computed here."""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import tcpvar_main
+from run_helpers import tcpvar_run
+
+pytestmark = pytest.mark.slow
+
+# flows of 10 s at 10 Mbit/s: the CPU of the emulated hosts is far from
+# the limit, so the queue is what holds the flows back
+PATH = ("--bw", "10mbit", "--duration", 10)
+
+
+def tshark(path: Path, display: str, *fields: str) -> list[list[str]]:
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", display, "-T", "fields",
+                          *[a for f in fields for a in ("-e", f)]],
+                         capture_output=True, text=True, check=True).stdout
+    return [line.split("\t") for line in out.splitlines()]
+
+
+def rtt_samples(run_dir: Path, flow: dict) -> list[float]:
+    """tshark's RTT samples (ms) of a flow's data, at the ACKs back to its
+    sender, in the sender capture."""
+    rows = tshark(run_dir / "sender.pcap",
+                  f"tcp.srcport == {flow['dst_port']} && tcp.dstport == {flow['src_port']} "
+                  f"&& tcp.analysis.ack_rtt", "tcp.analysis.ack_rtt")
+    return [1e3 * float(r[0]) for r in rows]
+
+
+def bottleneck(run_dir: Path) -> dict:
+    """The bottleneck queue as the kernel reported it at the run's end."""
+    qdiscs = json.loads((run_dir / "tc-stats.json").read_text())
+    (q,) = [q for q in qdiscs if q["router"] == "rl" and q.get("parent") == "1:1"]
+    return q
+
+
+def p95(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=20, method="inclusive")[-1]
+
+
+@pytest.fixture(scope="module")
+def aqm_study(tmp_path_factory):
+    """Two CUBIC flows at 20 and 80 ms through a 10-BDP buffer, drop-tail
+    and fq_codel: one boot, two runs."""
+    tmp = tmp_path_factory.mktemp("aqm")
+    r = tcpvar_main("sweep", "--name", "aqm", "--aqm", "bfifo,fq_codel", "--cc", "cubic+cubic",
+                    "--rtt", "20+80", "--buffer", "10bdp", *PATH, "--backend", "vm",
+                    "--json", "-q", "--db", tmp / "t.duckdb", "--out", tmp / "runs", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    runs = json.loads(r.stdout)["runs"]
+    assert [x["status"] for x in runs] == ["complete", "complete"]
+    return tmp, {x["cell"]["aqm"]: Path(x["dir"]) for x in runs}
+
+
+def test_the_queue_is_the_one_asked_for(aqm_study):
+    _, dirs = aqm_study
+    # 10 BDP at the flows' mean RTT (50 ms) and 10 Mbit/s: 625,000 bytes,
+    # 412 full frames for the queue that counts packets
+    fifo, fq = bottleneck(dirs["bfifo"]), bottleneck(dirs["fq_codel"])
+    assert (fifo["kind"], fifo["options"]["limit"]) == ("bfifo", 625000)
+    assert (fq["kind"], fq["options"]["limit"]) == ("fq_codel", 625000 // 1514)
+    assert fq["options"]["target"] == 4999 and fq["options"]["ecn"] is True    # tc's defaults
+
+
+def test_each_flow_has_its_own_rtt(aqm_study):
+    """The kernel delays each flow's path as asked: netem's delays (tc) add
+    up to its RTT, and its smallest RTT sample (tshark's) is within 10 % of
+    it where a queue does not hold it. Under fq_codel a new flow's packets
+    skip the queue; behind the drop-tail queue the 80 ms flow's handshake
+    waits behind the 20 ms flow's slow start (35 ms more in one run), so
+    there only the 20 ms flow is held to 10 %, and no flow is faster than
+    its path."""
+    _, dirs = aqm_study
+    for aqm, run_dir in dirs.items():
+        m = json.loads((run_dir / "manifest.json").read_text())
+        delays = {(q["router"], q["dev"]): 1e3 * q["options"]["delay"]["delay"]
+                  for q in json.loads((run_dir / "tc-stats.json").read_text())
+                  if q["kind"] == "netem"}
+        for flow, asked in zip(m["flows"], (20, 80)):
+            i = flow["flow"]
+            own = delays.get(("rr", f"d{i}"), 0) + delays.get((f"d{i}", "eth0"), 0)
+            assert delays[("rd", "right")] + delays[("rd", "left")] + own == \
+                pytest.approx(asked), (aqm, i)
+            assert flow["rtt_ms"] == asked
+            low = min(rtt_samples(run_dir, flow))
+            assert low >= 0.98 * asked, (aqm, i, low)
+            if aqm == "fq_codel" or asked == 20:
+                assert low <= 1.1 * asked, (aqm, i, low)
+
+
+def test_fq_codel_keeps_the_delay_down(aqm_study):
+    """With a 10-BDP buffer the drop-tail queue fills and every packet
+    waits; fq_codel keeps the 95th percentile of the RTT below half of
+    drop-tail's. Compare prints the two side by side, with the percentile
+    tshark's samples give."""
+    tmp, dirs = aqm_study
+    tails = {}
+    for aqm, run_dir in dirs.items():
+        m = json.loads((run_dir / "manifest.json").read_text())
+        tails[aqm] = p95([x for f in m["flows"] for x in rtt_samples(run_dir, f)])
+    assert tails["fq_codel"] < 0.5 * tails["bfifo"], tails
+    r = tcpvar_main("compare", "--study", "aqm", "--by", "aqm", "--json",
+                    "--db", tmp / "t.duckdb", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    groups = {g["key"]["aqm"]: g for g in json.loads(r.stdout)["groups"]}
+    for aqm, tail in tails.items():
+        # tcpvar's percentile is over every sample of the run, interpolated
+        # as DuckDB's quantile_cont; tshark's samples are the same
+        assert groups[aqm]["mean"]["rtt_p95_ms"] == pytest.approx(tail, rel=0.02), aqm
+    r = tcpvar_main("compare", "--study", "aqm", "--by", "aqm", "--db", tmp / "t.duckdb",
+                    cwd=tmp)
+    assert "RTT p95 ms" in r.stdout and "bfifo" in r.stdout and "fq_codel" in r.stdout
+
+
+@pytest.fixture(scope="module")
+def ecn_run(tmp_path_factory):
+    """DCTCP (ECN on, as the kernel always has it) and CUBIC with ECN asked
+    for, through CoDel, which marks."""
+    tmp = tmp_path_factory.mktemp("ecn")
+    rc, doc, err = tcpvar_run(tmp, "--backend", "vm", "--cc", "dctcp,cubic", "--ecn", "on",
+                              "--aqm", "codel", "--rtt", 20, "--buffer", "2bdp", *PATH)
+    assert rc == 0, err
+    (run,) = doc["runs"]
+    return tmp, run
+
+
+def test_codel_marks_and_the_capture_sees_the_marks(ecn_run):
+    """CoDel's own count of ECN marks, the CE-marked packets tshark finds in
+    the bottleneck capture (taken after the queue), and tcpvar's count agree;
+    a packet the capture's buffer lost is the only excuse."""
+    tmp, run = ecn_run
+    run_dir = Path(run["dir"])
+    q = bottleneck(run_dir)
+    assert q["kind"] == "codel" and q["options"]["ecn"] is True
+    marks = q["ecn_mark"]
+    assert marks > 20, "the queue never marked: nothing was tested"
+    seen = len(tshark(run_dir / "bottleneck.pcap", "ip.dsfield.ecn == 3", "frame.number"))
+    lost = run["fidelity"]["capture"]["drops"] or 0
+    assert marks - lost <= seen <= marks
+    counted = sum(f["ecn"]["ce_packets"] for f in run["flows"])
+    assert counted == seen
+    assert run["bottleneck"]["counters"]["ecn_mark"] == marks
+    r = tcpvar_main("compare", "--run", run["run_id"], "--by", "aqm", "--json",
+                    "--db", tmp / "t.duckdb", cwd=tmp)
+    (g,) = json.loads(r.stdout)["groups"]
+    assert (g["mean"]["bottleneck_marks"], g["mean"]["ce_packets"]) == (marks, seen)
+
+
+def test_each_sender_hears_its_marks(ecn_run):
+    """Per flow: the ACKs carrying ECE in the sender capture (tshark's count)
+    are tcpvar's, and each sender answered with CWR."""
+    _, run = ecn_run
+    run_dir = Path(run["dir"])
+    m = json.loads((run_dir / "manifest.json").read_text())
+    for flow, summary in zip(m["flows"], run["flows"]):
+        assert flow["ecn"] is True and summary["ecn"]["asked"] is True
+        ece = tshark(run_dir / "sender.pcap",
+                     f"tcp.srcport == {flow['dst_port']} && tcp.dstport == {flow['src_port']} "
+                     f"&& tcp.flags.ece == 1", "frame.number")
+        assert summary["ecn"]["ece_packets"] == len(ece) > 1, flow["cc"]
+        assert summary["ecn"]["cwr_packets"] > 0, flow["cc"]
