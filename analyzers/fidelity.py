@@ -45,7 +45,7 @@ CAPTURE_DROPS_MAX = 0           # packets tcpdump may drop
 PROBE_LOST_MAX_FRAC = 0.01      # tcp_probe events lost, of those recorded
 CPU_SATURATED_MAX = 0.5         # seconds with every CPU >= 95 % busy, fraction (real time)
 HOST_WAIT_MAX = 0.4             # of the host CPU time the micro-VM wanted, waited (real time)
-FRAME_BYTES = 1514              # a full frame on the testbed's links (capture/topology.FRAME)
+FRAME_BYTES = 1514              # a full frame on the testbed's links (capture/aqm.FRAME)
 
 ITEMS = ("bottleneck", "rtt", "loss", "capture", "probe", "cpu", "softnet", "emulator")
 PASS, FAIL, NA, UNKNOWN = "pass", "fail", "not applicable", "unknown"

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from tcpvar.errors import UsageError
 
 from .units import SIZE_UNITS, parse_rate
 
-# the frame a packet limit is converted at (topology.FRAME: MTU + Ethernet)
+# a full packet on the emulated Ethernet links (MTU 1500 and the header): a
+# packet limit from a --buffer in bytes counts these
 FRAME = 1514
 
 _TIME = r"[0-9]*\.?[0-9]+(us|ms|s)"
@@ -45,16 +47,16 @@ _CAKE_FLAGS = ("besteffort", "diffserv3", "diffserv4", "diffserv8", "precedence"
                "no-split-gso", "raw", "ingress", "egress")
 
 
+@dataclass(frozen=True)
 class Aqm:
-    """A queue discipline: @limit is the unit its limit counts ('packets',
-    'bytes', or None: tcpvar sets none); @params its --aqm-params (a value
-    kind of KINDS, or None for a flag); @marks whether it marks ECN-capable
-    packets when told to (`ecn`), or always (`always`)."""
-
-    def __init__(self, name: str, limit: str | None, params: dict, marks: str | None = None,
-                 limit_key: str = "limit"):
-        self.name, self.limit, self.params, self.marks = name, limit, params, marks
-        self.limit_key = limit_key
+    """A queue discipline: the unit its limit counts, its --aqm-params (each
+    a value kind of KINDS, or None for a flag), and whether it marks
+    ECN-capable packets when told to (`ecn`), always, or never (None)."""
+    name: str
+    limit: str                  # 'packets' or 'bytes'
+    params: dict
+    marks: str | None = None    # 'ecn', 'always' or None
+    limit_key: str = "limit"    # its option that takes --buffer
 
 
 AQMS = {a.name: a for a in (
@@ -177,13 +179,3 @@ def _red(given: dict, limit: int, rate_bps: float) -> dict:
                          f"--buffer of {limit} bytes, avpkt above 0")
     out.setdefault("burst", str(max(1, math.ceil((2 * lo + hi) / (3 * avpkt)))))
     return out
-
-
-def marking(name: str, params: dict[str, str | None], ecn: bool) -> bool:
-    """Whether the queue marks ECN-capable packets rather than drop them."""
-    aqm = AQMS[name]
-    if aqm.marks == "always":
-        return True
-    if aqm.marks != "ecn" or "noecn" in params:
-        return False
-    return ecn or "ecn" in params or (name == "fq_codel")

@@ -226,9 +226,9 @@ def _rtt(text: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        v = math.nan
-    if not 0 <= v <= MAX_RTT_MS:
-        raise UsageError(f"--rtt {text!r}: an RTT from 0 to {MAX_RTT_MS:g} ms")
+        raise UsageError(f"--rtt {text!r}: not a time in ms") from None
+    if not 0 <= v <= MAX_RTT_MS:        # nan too
+        raise UsageError(f"RTT {v:g} ms is outside 0..{MAX_RTT_MS:g} ms")
     return v
 
 

@@ -20,12 +20,12 @@ from pathlib import Path
 from tcpvar.progress import Reporter
 
 from . import aqm as aqms
+from .aqm import FRAME
 from .netns import run
-from .params import MTU, Buffer, RunParams
+from .params import MTU, RunParams
 from .testbed import Testbed
 
 # Addresses: RFC 2544 benchmarking ranges, senders 198.18.<i>.2, receivers 198.19.<i>.2.
-FRAME = MTU + 14              # a full packet on the emulated Ethernet links
 # the testbed is IPv4: without IPv6, no router solicitations or MLD reports
 # share the bottleneck queue with the flows (its drops are the flows' drops)
 NO_IPV6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
@@ -191,15 +191,9 @@ def bottleneck_queue(params: RunParams) -> list[str]:
     --aqm, the patched kernel's ngwa qdisc with --ngwa (it writes its free
     space into the NGWA option; `fd`: flow division), else a drop-tail
     pfifo or bfifo in --buffer's unit."""
-    if params.ngwa_mode is not None:
-        return ["ngwa", "limit", str(queue_bytes(params.buffer)),
-                *(["fd"] if params.ngwa_flow_division else [])]
     b = params.buffer
+    if params.ngwa_mode is not None:
+        return ["ngwa", "limit", str(aqms.limit_value(aqms.AQMS["bfifo"], b.packets, b.bytes)),
+                *(["fd"] if params.ngwa_flow_division else [])]
     return aqms.tc_args(params.queue, params.aqm_params, b.packets, b.bytes,
                         bool(params.ecn), params.peak_bps)
-
-
-def queue_bytes(buffer: Buffer) -> int:
-    """The byte limit of a queue given in packets (full frames) or bytes."""
-    return buffer.bytes if buffer.bytes is not None else buffer.packets * FRAME
-

@@ -213,6 +213,19 @@ def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path, sig):
     (["--kernel", "/no/such/bzImage"], 8, "no such kernel image"),
     (["--ngwa", "5", "--backend", "netns"], 2, "--ngwa needs the patched kernel"),
     (["--wbrto", "medium", "--kernel", "stock"], 2, "--wbrto needs the patched kernel"),
+    (["--rtt", "x"], 2, "--rtt 'x': not a time"),
+    (["--cc", "cubic,cubic", "--rtt", "20,40,80"], 2, "--rtt lists 3 values for 2 flows"),
+    (["--aqm", "nosuchq"], 2, "--aqm 'nosuchq': one of bfifo"),
+    (["--aqm", "codel", "--aqm-params", "limit=100"], 2, "the queue's limit is --buffer"),
+    (["--aqm", "codel", "--aqm-params", "target=fast"], 2, "codel wants a time"),
+    (["--aqm", "fq_codel", "--aqm-params", "quantum"], 2, "fq_codel wants a size"),
+    (["--aqm", "fq_codel", "--aqm-params", "rtt=5ms"], 2, "fq_codel has no parameter 'rtt'"),
+    (["--aqm", "red", "--buffer", "100kb", "--aqm-params", "min=90kb,max=80kb"], 2,
+     "0 < min (90000) < max (80000)"),
+    (["--aqm-params", "ecn"], 2, "give the queue they are for with --aqm"),
+    (["--aqm", "codel", "--ngwa", "5"], 2, "with --ngwa the bottleneck queue is"),
+    (["--cc", "dctcp", "--ecn", "off"], 2, "dctcp always negotiates ECN"),
+    (["--ecn", "maybe"], 2, "--ecn 'maybe': on or off"),
 ])
 def test_bad_input_one_line(tmp_path, args, status, words):
     before = namespaces()
