@@ -144,6 +144,12 @@ class RunParams:
     def max_rtt_ms(self) -> float:
         return max(self.flow_rtts_ms or [self.rtt_ms])
 
+    @property
+    def mean_rtt_ms(self) -> float:
+        """The flows' mean base RTT, at which --buffer counts BDPs."""
+        rtts = self.flow_rtts_ms or [self.rtt_ms]
+        return sum(rtts) / len(rtts)
+
     def flow_plan(self) -> list[Flow]:
         """Who runs what and when: later flows start start_gap_s apart and all
         end with the run, so the first (background) flow runs longest."""
@@ -207,7 +213,7 @@ class RunParams:
         d["schedule"] = [(s["t_s"], s["bw_bps"]) for s in d["schedule"]]
         d.setdefault("jitter_ms", 0.0)      # runs stored before --jitter
         d.setdefault("clock", "auto")       # and before --clock
-        return cls(**d)                     # (the later keys have defaults)
+        return cls(**d)
 
 
 def per_flow(option: str, text: str, flows: int, read) -> list:

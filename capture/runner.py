@@ -161,7 +161,7 @@ class Run:
         self._phase("building the dumbbell")
         self.net.create(host_sysctls(p), self.progress, sender_sysctls={
             fe.flow.flow: {"net.ipv4.tcp_ecn": "1"} for fe in self.flows if fe.flow.ecn})
-        bdp_pkts = p.bw_bps * p.rtt_ms / 8000 / MTU
+        bdp_pkts = p.bw_bps * p.mean_rtt_ms / 8000 / MTU
         netem_limit = int(max(1000, 4 * p.peak_bps * p.max_rtt_ms / 8000 / MTU + 1000))
         self.net.shape(p.shaper, p.bw_bps, bottleneck_queue(p), p.rtt_ms, p.loss_pct,
                        netem_limit, jitter_ms=p.jitter_ms)
