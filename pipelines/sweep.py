@@ -242,7 +242,7 @@ def _as_list(key: str, value) -> list:
 
 def split(key: str, text: str) -> list[str]:
     """The values of an option: comma-separated, but ";" between bandwidth
-    schedules (a schedule's steps are comma-separated)."""
+    schedules and between sets of --aqm-params (each is comma-separated)."""
     return [v for v in text.split(";" if key in ("bw_schedule", "aqm_params") else ",")
             if v.strip()]
 
