@@ -85,7 +85,7 @@ def summary_lines(s: dict) -> list[str]:
         line = (f"bottleneck queue {b['qdisc']} (limit {b['limit']} {b['limit_unit']}): "
                 f"{b['sent_packets']} packets sent, {b['drops']} dropped")
         if b["counters"]:
-            line += "; " + ", ".join(f"{k} {v}" for k, v in b["counters"].items())
+            line += "; " + ", ".join(_counter(k, v) for k, v in b["counters"].items())
         lines.append(line)
     marked = [f for f in s["flows"] if (f.get("ecn") or {}).get("asked")]
     if marked:
@@ -110,6 +110,17 @@ def summary_lines(s: dict) -> list[str]:
     if s.get("report"):
         lines.append(f"report: {s['report']} (figures in figures/)")
     return [printable(line) for line in lines]      # variants, notes, paths: from inputs
+
+
+def _counter(name: str, value) -> str:
+    """A queue's counter; a list of its parts (CAKE's tins) as their number
+    and their drops and marks summed (the rest is in qdisc_stats.xstats)."""
+    if not isinstance(value, list):
+        return f"{name} {value}"
+    parts = [t for t in value if isinstance(t, dict)]
+    sums = [f"{k} {sum(t[k] for t in parts if _number(t.get(k)))}"
+            for k in ("drops", "ecn_mark") if any(_number(t.get(k)) for t in parts)]
+    return f"{name} {len(value)}" + (f" ({', '.join(sums)} over them)" if sums else "")
 
 
 def fidelity_line(f: dict, backend: str | None) -> str:
