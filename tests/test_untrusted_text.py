@@ -87,6 +87,14 @@ MANIFESTS = {
     "busy fraction NaN": (lambda m: m.update(cpu={"busy_frac": float("nan")}),
                           "cpu.busy_frac: NaN is out of range"),
     "softnet drops a text": (lambda m: m.update(softnet_dropped="x"), "softnet_dropped: "),
+    "ecn a text": (lambda m: m["flows"][0].update(ecn="yes"),
+                   "flows[0].ecn: \"yes\" is not true or false"),
+    "flow RTTs with a text": (lambda m: m["params"].update(flow_rtts_ms=[20, "x"]),
+                              "params.flow_rtts_ms[1]: \"x\" is not a number"),
+    "ECN per flow a number": (lambda m: m["params"].update(ecn=[1]),
+                              "params.ecn[0]: 1 is not true or false"),
+    "AQM parameter a list": (lambda m: m["params"].update(aqm_params={"target": [1]}),
+                             "params.aqm_params.target: list is not a text"),
 }
 
 
@@ -162,6 +170,7 @@ def escaped(m: dict) -> None:
     m["flows"][0]["cc"] = "[red]cubic[/red]"
     m["kernel"] = m["hostname"] = ESCAPES
     m["error"] = "note\nsecond line" + ESCAPES
+    m["params"].update(aqm=ESCAPES, aqm_params={ESCAPES: None})
 
 
 def test_escapes_and_markup_in_a_run_folder_are_shown_as_text(their_run, tmp_path):
@@ -171,7 +180,12 @@ def test_escapes_and_markup_in_a_run_folder_are_shown_as_text(their_run, tmp_pat
     assert res.returncode == 0, res.stderr
     clean(res.stdout, res.stderr)
     assert f"kernel {ESCAPES_SHOWN}, RTT" in res.stdout
+    assert f"queue {ESCAPES_SHOWN} {ESCAPES_SHOWN}" in res.stdout
     assert "note: note\\nsecond line" + ESCAPES_SHOWN in res.stdout
+    res = tcpvar("compare", "--db", db, "--by", "aqm,aqm_params", "--markdown")
+    assert res.returncode == 0, res.stderr
+    clean(res.stdout, res.stderr)
+    assert ESCAPES_SHOWN in res.stdout         # the group's key, as text
     # a query's table is Rich's, piped or not: its markup is not read
     res = tcpvar("query", "--db", db, "SELECT role, cc FROM flows")
     assert res.returncode == 0, res.stderr
