@@ -86,6 +86,11 @@ MAX_PARAMS_CHARS = 1000
 MAX_SIZE = (1 << 32) - 1
 
 
+def offered(qdiscs: set[str]) -> list[str]:
+    """Of tcpvar's queues, those in @qdiscs (what a kernel offers), in order."""
+    return [q for q in AQMS if q in qdiscs]
+
+
 def check_name(name: str) -> str:
     name = name.strip().lower()
     if name not in AQMS:

@@ -30,36 +30,44 @@ class Kernel:
     def variants(self) -> set[str] | None:
         """Congestion controls the kernel offers (built in or as modules), or
         None when that is only known once it runs."""
-        if self.root is None or self.release is None:
+        found = self._offered("net/ipv4", "tcp_", "TCP_CONG")
+        if found is None:
             return None
-        found = {"reno"} | module_variants(self.root / "lib" / "modules" / self.release)
-        config = self.root / "boot" / f"config-{self.release}"
-        if config.exists():
-            for m in re.finditer(r"^CONFIG_TCP_CONG_(\w+)=y", config.read_text(), re.M):
-                found.add({"HSTCP": "highspeed"}.get(m.group(1), m.group(1).lower()))
-        return found - NOT_VARIANTS
+        names = {"highspeed" if n == "hstcp" else n for n in found}    # CONFIG_TCP_CONG_HSTCP
+        return ({"reno"} | names) - NOT_VARIANTS
 
     def qdiscs(self) -> set[str] | None:
         """Queue disciplines the kernel offers (built in or as modules), or
         None when that is only known once it runs."""
-        if self.root is None or self.release is None:
+        found = self._offered("net/sched", "sch_", "NET_SCH")
+        if found is None:
             return None
-        moddir = self.root / "lib" / "modules" / self.release / "kernel" / "net" / "sched"
-        found = {f.name.split(".")[0][4:] for f in moddir.glob("sch_*.ko*")}
-        config = self.root / "boot" / f"config-{self.release}"
-        if config.exists():
-            found |= {m.group(1).lower() for m in
-                      re.finditer(r"^CONFIG_NET_SCH_(\w+)=y", config.read_text(), re.M)}
         # pfifo and bfifo are the kernel's own (sch_fifo.c, always built);
         # the config's DEFAULT and FIFO are not qdiscs of their own
         return (found - {"default", "fifo"}) | {"pfifo", "bfifo"}
 
+    def _offered(self, folder: str, prefix: str, option: str) -> set[str] | None:
+        """The names of its modules kernel/@folder/@prefix<name>.ko* and of
+        its built-in CONFIG_@option_<NAME>=y, lower case."""
+        if self.root is None or self.release is None:
+            return None
+        found = module_names(self.root / "lib" / "modules" / self.release, folder, prefix)
+        config = self.root / "boot" / f"config-{self.release}"
+        if config.exists():
+            found |= {m.group(1).lower() for m in
+                      re.finditer(rf"^CONFIG_{option}_(\w+)=y", config.read_text(), re.M)}
+        return found
+
+
+def module_names(moddir: Path, folder: str, prefix: str) -> set[str]:
+    """<name> of a kernel's modules kernel/@folder/@prefix<name>.ko*."""
+    return {f.name.split(".")[0][len(prefix):]
+            for f in (moddir / "kernel" / folder).glob(f"{prefix}*.ko*")}
+
 
 def module_variants(moddir: Path) -> set[str]:
     """Congestion controls a kernel's module folder offers (tcp_<name>.ko*)."""
-    found = {f.name.split(".")[0][4:] for f in (moddir / "kernel" / "net" / "ipv4")
-             .glob("tcp_*.ko*")}
-    return found - NOT_VARIANTS
+    return module_names(moddir, "net/ipv4", "tcp_") - NOT_VARIANTS
 
 
 def loaded_variants() -> set[str]:

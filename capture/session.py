@@ -19,6 +19,7 @@ from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import UsageError
 from tcpvar.progress import Progress
 
+from . import aqm as aqms
 from . import backend as backends
 from . import owners
 from .params import RunParams
@@ -143,10 +144,8 @@ def check_qdiscs(needed: list[str], offered: set[str] | None, kernel: str) -> No
     """--aqm's qdiscs in the kernel (None: unknown until it boots)."""
     missing = [q for q in needed if offered is not None and q not in offered]
     if missing:
-        from .aqm import AQMS
-
         raise UsageError(f"--aqm {missing[0]}: the {kernel} kernel has no such qdisc (of "
-                         f"tcpvar's, it offers {', '.join(q for q in AQMS if q in offered)})")
+                         f"tcpvar's, it offers {', '.join(aqms.offered(offered))})")
 
 
 def _backend(req: SessionRequest, plan: list[PlannedRun]) -> tuple[str, str]:

@@ -150,25 +150,30 @@ class Dumbbell(Testbed):
         burst = _bucket(rate_bps)
         return ["rate", f"{int(rate_bps)}bit", "burst", str(burst), "limit", str(4 * burst)]
 
-    def qdisc_stats(self) -> str:
-        """`tc -s` of the bottleneck and the delay routers, as text."""
-        parts = []
-        for ns, devs in ((self.ns("rl"), ["right"]), (self.ns("rd"), ["right", "left"])):
-            for dev in devs:
-                for what in (["qdisc"], ["class"]):
-                    out = run(["tc", "-s", *what, "show", "dev", dev], ns=ns, check=False)
-                    if out.strip():
-                        parts.append(f"# {ns} {dev} {what[0]}\n{out}")
-        return "\n".join(parts)
-
-    def qdisc_stats_json(self) -> list[dict]:
-        """`tc -s -j` of the bottleneck's and the delay's links, and of each
-        flow's own delay (router rr, and its receiver d<i>)."""
-        out = []
+    def _stats_links(self) -> list[tuple[str, str]]:
+        """(namespace, device) of every link with a qdisc of the path: the
+        bottleneck's, the delay's, and each flow's own delay (router rr,
+        and its receiver d<i>)."""
         links = [(self.ns("rl"), "right"), (self.ns("rd"), "right"), (self.ns("rd"), "left")]
         for i in self.own_delay:
             links += [(self.ns("rr"), f"d{i}"), (self.receiver(i), "eth0")]
-        for ns, dev in links:
+        return links
+
+    def qdisc_stats(self) -> str:
+        """`tc -s` of the path's qdiscs and classes, as text."""
+        parts = []
+        for ns, dev in self._stats_links():
+            for what in ("qdisc", "class"):
+                out = run(["tc", "-s", what, "show", "dev", dev], ns=ns, check=False)
+                if out.strip():
+                    parts.append(f"# {ns} {dev} {what}\n{out}")
+        return "\n".join(parts)
+
+    def qdisc_stats_json(self) -> list[dict]:
+        """`tc -s -j qdisc` of the same links, each qdisc with its router
+        (the namespace's role) and device."""
+        out = []
+        for ns, dev in self._stats_links():
             text = run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], ns=ns, check=False)
             try:
                 for q in json.loads(text or "[]"):
@@ -176,6 +181,7 @@ class Dumbbell(Testbed):
             except ValueError:
                 pass
         return out
+
 
 def _bucket(rate_bps: float) -> int:
     """The shaper's bucket: 10 ms at the rate, at least two packets. tc's

@@ -406,12 +406,6 @@ def _host_cc() -> Found:
     return Found(False, f"not in the host kernel, which offers {', '.join(sorted(offered))}")
 
 
-def _aqms(offered: set[str]) -> list[str]:
-    from tcpvar.capture.aqm import AQMS
-
-    return [q for q in AQMS if q in offered]
-
-
 def _host_qdiscs() -> Found:
     from tcpvar.capture import backend
     from tcpvar.capture.aqm import AQMS
@@ -460,13 +454,13 @@ def _kvm() -> Found:
 
 
 def _stock() -> Found:
-    from tcpvar.capture import kernels
+    from tcpvar.capture import aqm, kernels
 
     k = kernels.cached_stock_kernel()
     if k is not None:
         offered = k.variants() or set()
         return Found(True, f"cached at {k.image}: variants {', '.join(sorted(offered))}; "
-                           f"queues for --aqm {', '.join(_aqms(k.qdiscs() or set()))}",
+                           f"queues for --aqm {', '.join(aqm.offered(k.qdiscs() or set()))}",
                      k.release, state="cached")
     for tool in STOCK_FETCH_TOOLS:
         if tools.find(tool) is None:
