@@ -66,6 +66,9 @@ KEYS = {
     "aqm_params": lambda p: ",".join(k if v is None else f"{k}={v}"
                                      for k, v in (p.get("aqm_params") or {}).items()),
     "ecn": lambda p: _per_flow(["on" if e else "off" for e in p.get("ecn") or [False]]),
+    "reverse": lambda p: p.get("reverse", 0),
+    "bw_reverse": lambda p: f"{p['bw_reverse_bps'] / 1e6:g}mbit" if p.get("bw_reverse_bps")
+    else None,
 }
 RUN_COLUMNS = ("study", "backend", "kernel")     # keys read from the runs table itself
 

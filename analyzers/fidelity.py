@@ -60,7 +60,7 @@ def check(con, run_id: int) -> dict:
                       "backend FROM runs "
                       "WHERE run_id = $1", [run_id])
     names = [d[0] for d in cur.description]
-    run = dict(zip(names, cur.fetchone()))
+    run = dict(zip(names, cur.fetchone()), run_id=run_id)
     p = stored_params(run["params"], f"run {run_id} of the store") or {}
     row = {"run_id": run_id}
     row.update(_bottleneck(con, run, p))
@@ -192,8 +192,15 @@ def _bottleneck(con, run: dict, p: dict) -> dict:
             or run["started_ns"] is None:
         return out
     steps = _steps(p)
+    # with reverse flows the bottleneck capture holds both bottlenecks'
+    # departures: the forward one's are the packets sent from the left, a
+    # forward flow's client's port or a reverse flow's server's
+    rightward = [port for port, in con.execute(
+        "SELECT if(direction = 'reverse', dst_port, src_port) FROM flows WHERE run_id = $1",
+        [run["run_id"]]).fetchall()] if p.get("reverse") else None
     rows = con.execute(sql("fidelity_service"), {
         "sender": run["sender_capture"], "bottleneck": run["bottleneck_capture"],
+        "rightward": rightward, "charged_after": p.get("shaper", "htb") == "htb",
         "started_ns": run["started_ns"], "starts": [t for t, _ in steps],
         "guard_before": STEP_GUARD_S[0], "guard_after": STEP_GUARD_S[1]}).fetchall()
     got = {step: (n, nbytes, gap_ns) for step, n, nbytes, gap_ns in rows}

@@ -34,6 +34,7 @@ class Sender:
     rtt_ms: float | None = None         # average RTT the capture measured
     bottleneck: tuple[int, int] | None = None   # (conn, dir) in the bottleneck capture
     iperf_start_ns: int | None = None   # first data packet: iperf3's interval 0
+    reverse: bool = False               # through the reverse bottleneck
 
 
 @dataclass
@@ -108,7 +109,7 @@ def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
                       [sender_capture])
     rows = con.execute(
         "SELECT f.flow, f.role, f.cc, f.src_port, f.dst_port, f.conn, c.a_port, "
-        "  s.rtt_avg_ms, s.data_first_ns "
+        "  s.rtt_avg_ms, s.data_first_ns, f.direction = 'reverse' "
         "FROM flows f JOIN connections c ON c.capture_id = $2 AND c.conn = f.conn "
         "JOIN conn_stats s ON s.capture_id = $2 AND s.conn = f.conn "
         "  AND s.dir = CASE WHEN c.a_port = f.src_port THEN 0 ELSE 1 END "
@@ -119,12 +120,13 @@ def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
         raise UsageError(f"run {run_id} has no flow {missing[0]} "
                          f"(its flows: {', '.join(map(str, sorted(known))) or 'none'})")
     senders = []
-    for flow, role, cc, sport, dport, conn, a_port, rtt, data_first in rows:
+    for flow, role, cc, sport, dport, conn, a_port, rtt, data_first, reverse in rows:
         if picked and flow not in picked:
             continue
-        senders.append(Sender(f"flow {flow} {cc} ({role})", conn, 0 if a_port == sport else 1,
+        senders.append(Sender(f"flow {flow} {cc} ({role}{', reverse' if reverse else ''})", conn, 0 if a_port == sport else 1,
                               flow=flow, rtt_ms=rtt, iperf_start_ns=data_first,
-                              bottleneck=_bottleneck_conn(con, bottleneck, sport, dport)))
+                              bottleneck=_bottleneck_conn(con, bottleneck, sport, dport),
+                              reverse=bool(reverse)))
     probe = bool(one(con, "SELECT count(*) > 0 FROM probe_events "
                           "WHERE run_id = $1 AND side = 'sender'", [run_id])[0])
     return Subject(name, _run_title(name, params, backend, kernel, rows),
@@ -157,6 +159,9 @@ def _run_title(name: str, p: dict, backend, kernel, rows) -> str:
         parts.append(f"{p['bw_bps'] / 1e6:g} Mbit/s")
     if "loss_pct" in p:
         parts.append(f"loss {p['loss_pct']:g} %")
+    if p.get("reverse") or p.get("bw_reverse_bps"):
+        back = p.get("bw_reverse_bps") or p.get("bw_bps") or 0
+        parts.append(f"{p.get('reverse') or 0} reverse at {back / 1e6:g} Mbit/s")
     if p.get("jitter_ms"):
         parts.append(f"jitter {p['jitter_ms']:g} ms")
     if p.get("aqm"):
@@ -386,11 +391,15 @@ def _throughput(con, s: Subject, w: Window, bin_s: float | None) -> dict:
     for x in s.senders:
         rows = per.get((x.conn, x.dir), [])
         for t, _, good in rows:
-            total[t] = total.get(t, 0.0) + good
+            if not x.reverse:       # the total is the forward bottleneck's, as its rate
+                total[t] = total.get(t, 0.0) + good
         out.append({"label": x.label, "goodput": [(t, good) for t, _, good in rows],
                     "iperf3": _iperf3(con, s, x)})
+    forward = sum(not x.reverse for x in s.senders)
     return {"bin_s": bin_s, "senders": out, "total": sorted(total.items()),
-            "rate": s.rate, "empty": None if total else "no data packets in the window"}
+            "total_label": "total" if forward == len(s.senders) else "total (forward)",
+            "rate": s.rate, "empty": None if out and any(o["goodput"] for o in out)
+            else "no data packets in the window"}
 
 
 def _iperf3(con, s: Subject, x: Sender) -> list[tuple[float, float, float]]:

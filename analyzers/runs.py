@@ -39,6 +39,7 @@ def run_summary(con, run_id: int) -> dict:
     names = [d[0] for d in cur.description]
     doc["flows"] = [_flow(dict(zip(names, r))) for r in cur.fetchall()]
     doc["bottleneck"] = _bottleneck(con, run_id)
+    doc["reverse_bottleneck"] = _bottleneck(con, run_id, "rr")
     doc["jain"] = _jain(con, doc)
     if doc["params"] and doc["params"].get("mode") == "friendliness":
         doc["friendliness"] = _friendliness(doc["flows"])
@@ -51,7 +52,7 @@ def _flow(r: dict) -> dict:
         "flow": r["flow"], "role": r["role"], "cc": r["cc"],
         "src": f"{r['src_addr']}:{r['src_port']}", "dst": f"{r['dst_addr']}:{r['dst_port']}",
         "start_s": r["start_s"], "duration_s": r["duration_s"], "conn": r["conn"],
-        "base_rtt_ms": r["base_rtt_ms"],
+        "base_rtt_ms": r["base_rtt_ms"], "direction": r["direction"] or "forward",
         "ecn": {"asked": bool(r["ecn"]), "ect_packets": r["ect_packets"],
                 "ce_packets": r["ce_packets"], "ece_packets": r["ece_packets"],
                 "cwr_packets": r["cwr_packets"]},
@@ -72,11 +73,12 @@ def _flow(r: dict) -> dict:
     }
 
 
-def _bottleneck(con, run_id: int) -> dict | None:
-    """The bottleneck queue (under the rate limiter on rl) when the run ended."""
+def _bottleneck(con, run_id: int, router: str = "rl") -> dict | None:
+    """The bottleneck queue (under the rate limiter on rl; the reverse
+    bottleneck's on rr) when the run ended."""
     row = con.execute("SELECT kind, options, packets, drops, backlog, xstats FROM qdisc_stats "
-                      "WHERE run_id = $1 AND router = 'rl' AND parent = '1:1'",
-                      [run_id]).fetchone()
+                      "WHERE run_id = $1 AND router = $2 AND parent = '1:1'",
+                      [run_id, router]).fetchone()
     if row is None:
         return None
     kind, options, packets, drops, backlog, xstats = row

@@ -180,6 +180,7 @@ PARAMS = {      # capture/params.py RunParams.to_json()
     "clock": (_TEXT, False),            # runs before --clock lack it
     "aqm": (_TEXT, False), "aqm_params": (_OBJ, False),      # and before --aqm
     "ecn": (_LIST, False), "flow_rtts_ms": (_LIST, False),   # --ecn, --rtt lists
+    "reverse": (_CNT, False), "bw_reverse_bps": (_NUM, False),   # --reverse, --bw-reverse
 }
 BUFFER = {"text": (_TEXT, True), "packets": (_CNT, False), "bytes": (_CNT, False)}
 STEP = {"t_s": (_NUM, True), "bw_bps": (_NUM, True)}
@@ -188,6 +189,7 @@ FLOW = {        # run_folder.FLOW_KEYS, each with its type
     "src_addr": (_TEXT, True), "src_port": (_PORT, True), "dst_addr": (_TEXT, True),
     "dst_port": (_PORT, True), "start_s": (_NUM, True), "duration_s": (_NUM, True),
     "rtt_ms": (_NUM, False), "ecn": (_BOOL, False),     # runs before --rtt lists lack them
+    "direction": (_TEXT, False),                        # and before --reverse
 }
 PROBE = {"source": (_TEXT, False), "reason": (_TEXT, False), "events": (_CNT, False),
          "lost": (_CNT, False), "error": (_TEXT, False)}
@@ -267,6 +269,9 @@ def _flows(flows: list) -> None:
         _fields(f, FLOW, where + ".")
         if f["flow"] in numbers:
             raise _Bad(f"{where}.flow: flow {f['flow']} is there twice")
+        if f.get("direction", "forward") not in ("forward", "reverse"):
+            raise _Bad(f"{where}.direction: {_shown(f['direction'])} is neither forward "
+                       f"nor reverse")
         numbers.add(f["flow"])
 
 

@@ -5,8 +5,10 @@ only.
 
   manifest.json            parameters, kernel, sysctls, tools, seed, times, status
   sender.pcap              headers of every TCP packet entering the first router
-                           (what the senders sent, and the ACKs that came back)
-  bottleneck.pcap          headers of what left the bottleneck queue
+                           (what the senders sent, and the ACKs that came back);
+                           a reverse flow's at its own first router, rr
+  bottleneck.pcap          headers of what left the bottleneck queue (a reverse
+                           flow's: the reverse bottleneck's)
   <name>.tcpdump.log       each capture's tcpdump messages and closing counts
   tcp_probe.csv/.json      tcp_probe events of the flows (probe_record.py)
   iperf-<flow>.json        iperf3 client report (sender side), .err its messages
@@ -37,7 +39,7 @@ FIGURES = "figures"                       # its figures, KIND.png
 
 # what each flow of a manifest needs to be loaded
 FLOW_KEYS = ("flow", "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",
-             "duration_s", "rtt_ms", "ecn")
+             "duration_s", "rtt_ms", "ecn", "direction")
 assert set(FLOW_KEYS) == set(checks.FLOW)     # with their types
 
 

@@ -105,6 +105,11 @@ class Flow:
     duration_s: float
     rtt_ms: float              # its path's base RTT
     ecn: bool                  # its sender asks for ECN
+    reverse: bool = False      # it sends from d<i> to s<i>, through the reverse bottleneck
+
+    @property
+    def direction(self) -> str:
+        return "reverse" if self.reverse else "forward"
 
 
 @dataclass
@@ -132,6 +137,17 @@ class RunParams:
     aqm_params: dict = field(default_factory=dict)     # its --aqm-params (capture/aqm.py)
     ecn: list[bool] = field(default_factory=list)      # per flow; [] none asks for ECN
     flow_rtts_ms: list[float] = field(default_factory=list)   # per flow; [] all rtt_ms
+    reverse: int = 0                   # the last N flows send the other way
+    bw_reverse_bps: float | None = None     # the reverse bottleneck's rate; None: --bw
+
+    @property
+    def reverse_bottleneck(self) -> bool:
+        """Whether the path has a rate limit and queue the other way too."""
+        return self.reverse > 0 or self.bw_reverse_bps is not None
+
+    @property
+    def reverse_bps(self) -> float:
+        return self.bw_reverse_bps or self.bw_bps
 
     @property
     def queue(self) -> str:
@@ -163,13 +179,19 @@ class RunParams:
             role = "background" if self.mode != "single" and i == 0 else "test"
             rtt = self.flow_rtts_ms[i] if self.flow_rtts_ms else self.rtt_ms
             out.append(Flow(i + 1, cc, role, start, self.duration_s - start, rtt,
-                            bool(self.ecn) and self.ecn[i]))
+                            bool(self.ecn) and self.ecn[i], i >= self.flows - self.reverse))
         return out
 
     @property
     def peak_bps(self) -> float:
         """The largest rate the bottleneck will have (queues are sized for it)."""
         return max([self.bw_bps] + [r for _, r in self.schedule])
+
+    @property
+    def fastest_bps(self) -> float:
+        """The largest rate of either direction (the delay's queue holds what
+        it carries in flight)."""
+        return max(self.peak_bps, self.reverse_bps if self.reverse_bottleneck else 0)
 
     @property
     def needs_patched_kernel(self) -> bool:
@@ -213,6 +235,8 @@ class RunParams:
         d["schedule"] = [(s["t_s"], s["bw_bps"]) for s in d["schedule"]]
         d.setdefault("jitter_ms", 0.0)      # runs stored before --jitter
         d.setdefault("clock", "auto")       # and before --clock
+        d.setdefault("reverse", 0)          # and before --reverse
+        d.setdefault("bw_reverse_bps", None)
         return cls(**d)
 
 
@@ -250,7 +274,8 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
                 schedule: str | None, repeat: int, seed: int, shaper: str = "htb",
                 ngwa: int | None = None, wbrto: str | None = None,
                 wbrto_unit_ms: int = 1000, clock: str = "auto", aqm: str | None = None,
-                aqm_params: str | None = None, ecn: str | None = None) -> RunParams:
+                aqm_params: str | None = None, ecn: str | None = None, reverse: int = 0,
+                bw_reverse: str | None = None) -> RunParams:
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
@@ -307,8 +332,21 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
         schedule=steps, repeat=repeat, seed=seed, shaper=shaper, ngwa_mode=ngwa, wbrto=wbrto,
         wbrto_unit_ms=wbrto_unit_ms, clock=clock,
         flow_rtts_ms=rtts if len(set(rtts)) > 1 else [])
+    _reverse(params, reverse, bw_reverse)
     _queue_and_ecn(params, aqm, aqm_params, ecn)
     return params
+
+
+def _reverse(params: RunParams, reverse: int, bw_reverse: str | None) -> None:
+    """--reverse and --bw-reverse into @params, checked."""
+    if not 0 <= reverse <= params.flows:
+        raise UsageError(f"--reverse {reverse}: 0 to the run's {params.flows} flows")
+    params.reverse = reverse
+    if bw_reverse is not None:
+        params.bw_reverse_bps = parse_rate(bw_reverse)
+    if params.reverse_bottleneck and params.ngwa_mode is not None:
+        raise UsageError("--reverse and --bw-reverse: the ngwa qdisc is the forward "
+                         "bottleneck's only; run NGWA one way")
 
 
 def _queue_and_ecn(params: RunParams, aqm: str | None, aqm_params: str | None,

@@ -31,6 +31,7 @@ from .params import MTU, Flow, RunParams
 from .testbed import OFFLOADS
 from .topology import Dumbbell, bottleneck_queue
 
+REVERSE = "-reverse"          # a capture's part taken at rr, of the reverse flows
 SNAPLEN = 128                 # Ethernet/SLL2 + IPv4 with options + TCP with options
 TCPDUMP_BUFFER_KIB = 16384
 RECORDED_SYSCTLS = (
@@ -77,6 +78,25 @@ class FlowEndpoints:
     dst: str
     dport: int
 
+    @property
+    def client(self) -> str:
+        """The node of its sender, the iperf3 client (a reverse flow's is d<i>)."""
+        return f"{'d' if self.flow.reverse else 's'}{self.flow.flow}"
+
+    @property
+    def server(self) -> str:
+        return f"{'s' if self.flow.reverse else 'd'}{self.flow.flow}"
+
+
+def endpoints(flow: Flow, base: int) -> FlowEndpoints:
+    """Flow @flow's addresses and ports: the client's port base+50+i, the
+    server's base+i, unique to the flow in either role."""
+    ends = [(Dumbbell.sender_addr(flow.flow), base + 50 + flow.flow),
+            (Dumbbell.receiver_addr(flow.flow), base + flow.flow)]
+    if flow.reverse:
+        ends[0], ends[1] = (ends[1][0], ends[0][1]), (ends[0][0], ends[1][1])
+    return FlowEndpoints(flow, *ends[0], *ends[1])
+
 
 def port_base(seed: int, tag: str) -> int:
     """Ports unique to the run (tests may run beside each other and the
@@ -116,9 +136,7 @@ class Run:
         self.net = Dumbbell(tag, params.flows)
         self.procs = self.net.procs
         base = port_base(params.seed + repetition, tag)
-        self.flows = [FlowEndpoints(f, Dumbbell.sender_addr(f.flow), base + 50 + f.flow,
-                                    Dumbbell.receiver_addr(f.flow), base + f.flow)
-                      for f in params.flow_plan()]
+        self.flows = [endpoints(f, base) for f in params.flow_plan()]
         self.manifest: dict = {}
         self.recorder = None
         self.softnet0: int | None = None
@@ -126,7 +144,7 @@ class Run:
     # -- the whole run -----------------------------------------------------
     def execute(self) -> dict:
         need_root()
-        need_tools(*TESTBED_TOOLS)
+        need_tools(*TESTBED_TOOLS, *["mergecap"] * bool(self.params.reverse))
         load_variants(self.params.needed_ccs())
         check_mechanisms(self.params)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -148,6 +166,10 @@ class Run:
         finally:
             try:
                 self._teardown()
+                self._merge_captures()
+            except TestbedError as exc:     # what was captured stays
+                if status == "complete":
+                    status, error = "failed", str(exc)
             finally:
                 self._gather()
             self.manifest.update(status=status, error=error, ended_ns=time.time_ns())
@@ -159,14 +181,17 @@ class Run:
         if self.backend == "vm":
             _widen_backlog()
         self._phase("building the dumbbell")
-        self.net.create(host_sysctls(p), self.progress, sender_sysctls={
-            fe.flow.flow: {"net.ipv4.tcp_ecn": "1"} for fe in self.flows if fe.flow.ecn})
+        self.net.create(host_sysctls(p), self.progress, own_sysctls={
+            fe.client: {"net.ipv4.tcp_ecn": "1"} for fe in self.flows if fe.flow.ecn})
         bdp_pkts = p.bw_bps * p.mean_rtt_ms / 8000 / MTU
-        netem_limit = int(max(1000, 4 * p.peak_bps * p.max_rtt_ms / 8000 / MTU + 1000))
+        netem_limit = int(max(1000, 4 * p.fastest_bps * p.max_rtt_ms / 8000 / MTU + 1000))
         self.net.shape(p.shaper, p.bw_bps, bottleneck_queue(p), p.rtt_ms, p.loss_pct,
                        netem_limit, jitter_ms=p.jitter_ms)
+        if p.reverse_bottleneck:
+            self.net.shape_reverse(p.shaper, p.reverse_bps,
+                                   bottleneck_queue(p, p.reverse_bps))
         self.net.delay_flows({fe.flow.flow: fe.flow.rtt_ms - p.rtt_ms for fe in self.flows},
-                             netem_limit)
+                             netem_limit, frozenset(f.flow for f in p.flow_plan() if f.reverse))
         self.manifest["topology"] = {
             "namespaces": list(self.net.namespaces), "bdp_packets": round(bdp_pkts, 1),
             "netem_limit": netem_limit, "offloads_off": list(OFFLOADS),
@@ -176,17 +201,52 @@ class Run:
         self._phase("starting captures")
         for fe in self.flows:
             f = fe.flow.flow
-            traffic.iperf_server(self.net, f"d{f}", fe.dport, name=f"server{f}",
+            traffic.iperf_server(self.net, fe.server, fe.dport, name=f"server{f}",
                                  report=self.work / layout.iperf_report(f, server=True),
                                  log=self.work / layout.iperf_log(f, server=True))
-        self._start_tcpdump("sender", ["-i", "any", "-Q", "in"])
-        self._start_tcpdump("bottleneck", ["-i", "right", "-Q", "out"])
+        self._start_captures()
         self._start_probe()
 
-    def _start_tcpdump(self, name: str, where: list[str]) -> None:
-        traffic.start_tcpdump(self.net, name, "rl", self.work / layout.pcap(name),
-                              [*where, "-n", "-s", str(SNAPLEN), "-B", str(TCPDUMP_BUFFER_KIB),
-                               "tcp"], log=self.work / layout.tcpdump_log(name))
+    def _start_captures(self) -> None:
+        """sender.pcap at rl, what enters it; bottleneck.pcap on rl's link
+        to rd, what leaves the queue. With reverse flows, parts of both are
+        taken at rr and merged into them at the end (_merge_captures): the
+        reverse flows' sender side (what enters rr of them; rl's sender
+        capture leaves them out, as it would see them a second time), and
+        what leaves the reverse bottleneck (every packet passes one of the
+        two bottlenecks, once). Each flow is then seen where its data enter
+        and leave its bottleneck, as a forward flow is."""
+        theirs = " or ".join(f"port {fe.dport}" for fe in self.flows if fe.flow.reverse)
+        for name, role, where, only in (
+                ("sender", "rl", ["-i", "any", "-Q", "in"], f"not ({theirs})"),
+                ("bottleneck", "rl", ["-i", "right", "-Q", "out"], None),
+                ("sender" + REVERSE, "rr", ["-i", "any", "-Q", "in"], f"({theirs})"),
+                ("bottleneck" + REVERSE, "rr", ["-i", "left", "-Q", "out"], None)):
+            if role == "rr" and not theirs:
+                continue
+            traffic.start_tcpdump(self.net, name, role, self.work / layout.pcap(name),
+                                  [*where, "-n", "-s", str(SNAPLEN), "-B",
+                                   str(TCPDUMP_BUFFER_KIB),
+                                   f"tcp and {only}" if only and theirs else "tcp"],
+                                  log=self.work / layout.tcpdump_log(name))
+
+    def _merge_captures(self) -> None:
+        """Each capture's reverse part into it, in time order (mergecap);
+        a part that cannot be merged stays beside it, named in the
+        manifest's error."""
+        for name in layout.CAPTURES:
+            part = self.work / layout.pcap(name + REVERSE)
+            if not part.exists():
+                continue
+            whole, merged = self.work / layout.pcap(name), self.work / f".{name}.merged.pcap"
+            done = subprocess.run(["mergecap", "-F", "pcap", "-w", str(merged), str(whole),
+                                   str(part)], capture_output=True, text=True)
+            if done.returncode != 0:
+                merged.unlink(missing_ok=True)
+                raise TestbedError(f"mergecap could not merge {part.name} into {whole.name}: "
+                                   f"{done.stderr.strip()[:200]}")
+            merged.replace(whole)
+            part.unlink()
 
     def _start_probe(self) -> None:
         from . import probe
@@ -248,7 +308,7 @@ class Run:
     def _start_client(self, fe: FlowEndpoints) -> subprocess.Popen:
         f, seconds = fe.flow.flow, max(1, round(fe.flow.duration_s))
         return traffic.iperf_client(
-            self.net, f"s{f}", fe.dst, fe.dport,
+            self.net, fe.client, fe.dst, fe.dport,
             ["--cport", str(fe.sport), "-t", str(seconds), "-i", "1", "-C", fe.flow.cc],
             report=self.work / layout.iperf_report(f), log=self.work / layout.iperf_log(f),
             name=f"client{f}")
@@ -286,7 +346,7 @@ class Run:
                 info.update(shown.get(f, {}))
             elif info["running"]:
                 text = run(["ss", "-tinH", "state", "established", "sport", "=",
-                            f":{fe.sport}"], ns=self.net.sender(f), check=False)
+                            f":{fe.sport}"], ns=self.net.ns(fe.client), check=False)
                 acked = _ss_field(text, r"bytes_acked:(\d+)")
                 if acked is not None:
                     prev = last.get(f)
@@ -364,9 +424,15 @@ class Run:
                 self.manifest["left_behind"] = left
 
     def _tcpdump_drops(self) -> dict:
-        return {name: traffic.tcpdump_stats(log)["dropped_by_kernel"]
-                for name in layout.CAPTURES
-                if (log := self.work / layout.tcpdump_log(name)).exists()}
+        """Each capture's drops, its reverse part's with them."""
+        out = {}
+        for name in layout.CAPTURES:
+            for part in (name, name + REVERSE):
+                if (log := self.work / layout.tcpdump_log(part)).exists():
+                    dropped = traffic.tcpdump_stats(log)["dropped_by_kernel"]
+                    out[name] = None if dropped is None or out.get(name, 0) is None \
+                        else out.get(name, 0) + dropped
+        return out
 
     # -- bookkeeping -----------------------------------------------------------
     def _phase(self, phase: str) -> None:
@@ -385,6 +451,7 @@ class Run:
             "flows": [{"flow": fe.flow.flow, "cc": fe.flow.cc, "role": fe.flow.role,
                        "start_s": fe.flow.start_s, "duration_s": fe.flow.duration_s,
                        "rtt_ms": fe.flow.rtt_ms, "ecn": fe.flow.ecn,
+                       "direction": fe.flow.direction,
                        "src_addr": fe.src, "src_port": fe.sport,
                        "dst_addr": fe.dst, "dst_port": fe.dport} for fe in self.flows],
             "tools": self.tools or tool_versions(), "clock": self.clock,

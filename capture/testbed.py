@@ -87,15 +87,24 @@ class Testbed:
     def link(self, a: str, dev_a: str, addrs_a: list[str], b: str, dev_b: str,
              addrs_b: list[str], mtu: int | None = None) -> None:
         """A veth pair between nodes @a and @b, with their addresses
-        (IPv6 ones without duplicate address detection)."""
+        (IPv6 ones without duplicate address detection) and each end's
+        neighbour entries for the other end, permanent: no ARP or neighbour
+        discovery ever waits in a queue, and a queue's counters count the
+        traffic of the captures only."""
+        k = len(self._links)
+        mac = [f"02:74:76:{k >> 8 & 0xff:02x}:{k & 0xff:02x}:{end:02x}" for end in (1, 2)]
         mtu_arg = f" mtu {mtu}" if mtu else ""
-        self._links.append(f"link add name {dev_a} netns {self.ns(a)}{mtu_arg} type veth "
-                           f"peer name {dev_b} netns {self.ns(b)}{mtu_arg}")
-        for role, dev, addrs in ((a, dev_a, addrs_a), (b, dev_b, addrs_b)):
+        self._links.append(f"link add name {dev_a} address {mac[0]} netns {self.ns(a)}{mtu_arg} "
+                           f"type veth peer name {dev_b} address {mac[1]} netns {self.ns(b)}"
+                           f"{mtu_arg}")
+        ends = ((a, dev_a, addrs_a, addrs_b, mac[1]), (b, dev_b, addrs_b, addrs_a, mac[0]))
+        for role, dev, addrs, peer_addrs, peer_mac in ends:
             node = self._nodes[role]
             node.commands += [f"addr add {addr} dev {dev}" + (" nodad" if ":" in addr else "")
                               for addr in addrs]
             node.commands.append(f"link set dev {dev} up")
+            node.commands += [f"neigh replace {addr.split('/')[0]} lladdr {peer_mac} dev {dev} "
+                              "nud permanent" for addr in peer_addrs]
             node.devs.append(dev)
 
     def route(self, role: str, dest: str, via: str) -> None:

@@ -4,11 +4,13 @@
     s2 ─┼─ rl ══ bottleneck ══ rd ── delay ── rr ─┼─ d2
     sN ─┘   (rate + queue)        (netem)         └─ dN
 
-Sender i (namespace s<i>) sends to receiver i (d<i>). The bottleneck queue
-(HTB or TBF rate over a pfifo/bfifo) sits on rl's link to rd; rd delays each
-direction by RTT/2 and drops with --loss on the forward path. Keeping delay
-and queue on separate routers means netem's queue holds the packets in flight
-and the bottleneck queue holds exactly --buffer. Every namespace of a run is
+Sender i (namespace s<i>) sends to receiver i (d<i>); a reverse flow's
+sender is d<i> and its receiver s<i>. The bottleneck queue (HTB or TBF rate
+over the queue of --aqm) sits on rl's link to rd; the reverse bottleneck,
+when the run has one, on rr's link to rd. rd delays each direction by RTT/2
+and drops with --loss on the forward path. Keeping delay and queue on
+separate routers means netem's queue holds the packets in flight and the
+bottleneck queue holds exactly --buffer. Every namespace of a run is
 named `tcpvar-<tag>-...` (a testbed.Testbed); close() removes them all, with
 their links, qdiscs and processes.
 """
@@ -35,7 +37,8 @@ class Dumbbell(Testbed):
     def __init__(self, tag: str, flows: int):
         super().__init__("tcpvar", tag)
         self.flows = flows
-        self.own_delay: list[int] = []      # flows with a delay of their own (delay_flows)
+        self.own_delay: list[tuple[str, str]] = []  # (role, dev) of each flow's own delay
+        self.reverse = False                # a reverse bottleneck (shape_reverse)
 
     def sender(self, i: int) -> str:
         return self.ns(f"s{i}")
@@ -53,18 +56,18 @@ class Dumbbell(Testbed):
 
     # -- building --------------------------------------------------------
     def create(self, sysctls: dict[str, str], progress: Reporter | None = None,
-               sender_sysctls: dict[int, dict[str, str]] | None = None) -> None:
-        """Namespaces, links, addresses, routes, host sysctls (and sender
-        i's own, @sender_sysctls[i]), offloads off; no qdiscs yet."""
+               own_sysctls: dict[str, dict[str, str]] | None = None) -> None:
+        """Namespaces, links, addresses, routes, host sysctls (and host
+        s<i>'s or d<i>'s own, @own_sysctls["s1"]), offloads off; no qdiscs
+        yet."""
         quiet = NO_IPV6 if Path("/proc/sys/net/ipv6").exists() else {}
         for r in ("rl", "rd", "rr"):
             self.node(r, forward=True, sysctls=quiet)
         n = self.flows
-        own = sender_sysctls or {}
-        for i in range(1, n + 1):
-            self.node(f"s{i}", sysctls={**quiet, **sysctls, **own.get(i, {})})
-        for i in range(1, n + 1):
-            self.node(f"d{i}", sysctls={**quiet, **sysctls})
+        own = own_sysctls or {}
+        for side in "sd":
+            for i in range(1, n + 1):
+                self.node(f"{side}{i}", sysctls={**quiet, **sysctls, **own.get(f"{side}{i}", {})})
         self.link("rl", "right", ["198.18.0.1/30"], "rd", "left", ["198.18.0.2/30"], mtu=MTU)
         self.link("rd", "right", ["198.18.0.5/30"], "rr", "left", ["198.18.0.6/30"], mtu=MTU)
         for i in range(1, n + 1):
@@ -85,19 +88,8 @@ class Dumbbell(Testbed):
               loss_pct: float, netem_limit: int, jitter_ms: float = 0.0) -> None:
         """The bottleneck queue on rl (@queue: its `tc qdisc` kind and
         options, bottleneck_queue()), the delay, jitter and loss on rd."""
-        rl, rd = self.ns("rl"), self.ns("rd")
-        if shaper == "tbf":
-            run(["tc", "qdisc", "add", "dev", "right", "root", "handle", "1:", "tbf",
-                 *self._tbf_args(rate_bps)], ns=rl)
-            parent = "1:1"
-        else:
-            run(["tc", "qdisc", "add", "dev", "right", "root", "handle", "1:", "htb",
-                 "default", "1"], ns=rl)
-            run(["tc", "class", "add", "dev", "right", "parent", "1:", "classid", "1:1",
-                 "htb", *self._htb_args(rate_bps)], ns=rl)
-            parent = "1:1"
-        run(["tc", "qdisc", "add", "dev", "right", "parent", parent, "handle", "10:", *queue],
-            ns=rl)
+        rd = self.ns("rd")
+        self._bottleneck(self.ns("rl"), "right", shaper, rate_bps, queue)
         if rtt_ms > 0 or loss_pct > 0:
             half_us = str(int(round(rtt_ms * 500))) + "us"
             fwd = ["netem", "delay", half_us, "limit", str(netem_limit)]
@@ -114,19 +106,41 @@ class Dumbbell(Testbed):
             run(["tc", "qdisc", "add", "dev", "left", "root", "netem", "delay", half_us,
                  "limit", str(netem_limit)], ns=rd)
 
-    def delay_flows(self, extra_ms: dict[int, float], netem_limit: int) -> None:
+    def shape_reverse(self, shaper: str, rate_bps: float, queue: list[str]) -> None:
+        """The reverse bottleneck: @queue under a rate limit on rr's link to
+        rd, before the delay, as the forward one is."""
+        self.reverse = True
+        self._bottleneck(self.ns("rr"), "left", shaper, rate_bps, queue)
+
+    @classmethod
+    def _bottleneck(cls, ns: str, dev: str, shaper: str, rate_bps: float,
+                    queue: list[str]) -> None:
+        if shaper == "tbf":
+            run(["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "tbf",
+                 *cls._tbf_args(rate_bps)], ns=ns)
+        else:
+            run(["tc", "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb",
+                 "default", "1"], ns=ns)
+            run(["tc", "class", "add", "dev", dev, "parent", "1:", "classid", "1:1",
+                 "htb", *cls._htb_args(rate_bps)], ns=ns)
+        run(["tc", "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:", *queue], ns=ns)
+
+    def delay_flows(self, extra_ms: dict[int, float], netem_limit: int,
+                    reverse: frozenset[int] = frozenset()) -> None:
         """Flow i's own path: @extra_ms[i] more RTT than the shared delay,
-        half on rr's link to its receiver (the data), half on the
-        receiver's link back (its ACKs); past the bottleneck, so the queue
-        stays the only one that fills."""
+        half on the last router's link to its receiver (the data), half on
+        the receiver's link back (its ACKs): past its bottleneck, so the
+        queue stays the only one that fills, and beyond its sender's capture
+        (rl's, or rr's for a flow in @reverse), which sees the whole RTT."""
         for i, ms in extra_ms.items():
             if ms <= 0:
                 continue
-            self.own_delay.append(i)
+            router, host = ("rl", f"s{i}") if i in reverse else ("rr", f"d{i}")
+            self.own_delay += [(router, host), (host, "eth0")]
             half = ["netem", "delay", str(int(round(ms * 500))) + "us", "limit",
                     str(netem_limit)]
-            run(["tc", "qdisc", "add", "dev", f"d{i}", "root", *half], ns=self.ns("rr"))
-            run(["tc", "qdisc", "add", "dev", "eth0", "root", *half], ns=self.receiver(i))
+            for role, dev in self.own_delay[-2:]:
+                run(["tc", "qdisc", "add", "dev", dev, "root", *half], ns=self.ns(role))
 
     def set_rate(self, shaper: str, rate_bps: float) -> None:
         """A step of --bw-schedule: change the bottleneck rate in place (the
@@ -152,12 +166,12 @@ class Dumbbell(Testbed):
 
     def _stats_links(self) -> list[tuple[str, str]]:
         """(namespace, device) of every link with a qdisc of the path: the
-        bottleneck's, the delay's, and each flow's own delay (router rr,
-        and its receiver d<i>)."""
+        bottleneck's, the delay's, the reverse bottleneck's, and each flow's
+        own delay (delay_flows)."""
         links = [(self.ns("rl"), "right"), (self.ns("rd"), "right"), (self.ns("rd"), "left")]
-        for i in self.own_delay:
-            links += [(self.ns("rr"), f"d{i}"), (self.receiver(i), "eth0")]
-        return links
+        if self.reverse:
+            links.append((self.ns("rr"), "left"))
+        return links + [(self.ns(role), dev) for role, dev in self.own_delay]
 
     def qdisc_stats(self) -> str:
         """`tc -s` of the path's qdiscs and classes, as text."""
@@ -192,14 +206,15 @@ def _bucket(rate_bps: float) -> int:
     return max(int(rate_bps / 8 / 100), 2 * FRAME)
 
 
-def bottleneck_queue(params: RunParams) -> list[str]:
+def bottleneck_queue(params: RunParams, rate_bps: float | None = None) -> list[str]:
     """The bottleneck queue's `tc qdisc` kind and options: the AQM of
     --aqm, the patched kernel's ngwa qdisc with --ngwa (it writes its free
     space into the NGWA option; `fd`: flow division), else a drop-tail
-    pfifo or bfifo in --buffer's unit."""
+    pfifo or bfifo in --buffer's unit. @rate_bps: the rate above it, if
+    not the forward bottleneck's (RED sizes its burst by it)."""
     b = params.buffer
     if params.ngwa_mode is not None:
         return ["ngwa", "limit", str(aqms.limit_value(aqms.AQMS["bfifo"], b.packets, b.bytes)),
                 *(["fd"] if params.ngwa_flow_division else [])]
     return aqms.tc_args(params.queue, params.aqm_params, b.packets, b.bytes,
-                        bool(params.ecn), params.peak_bps)
+                        bool(params.ecn), rate_bps or params.peak_bps)

@@ -54,6 +54,13 @@ from .options import (
 @click.option("--ecn", metavar="on|off[,...]",
               help="Senders ask for ECN: one for every flow, or one per flow (default: on "
                    "for dctcp, else off). A marking AQM is told to mark.")
+@click.option("--reverse", default=0, show_default=True, type=click.IntRange(0), metavar="N",
+              help="The last N flows send the other way, from the receivers' side, through "
+                   "a bottleneck of their own.")
+@click.option("--bw-reverse", metavar="RATE",
+              help="Rate of the reverse bottleneck, where the forward flows' ACKs queue "
+                   "behind the reverse flows' data (default: --bw; the same queue and "
+                   "--buffer). Without it and --reverse, the way back has no bottleneck.")
 @click.option("--shaper", default="htb", show_default=True, type=click.Choice(["htb", "tbf"]),
               help="Rate limiter of the bottleneck.")
 @click.option("--repeat", default=1, show_default=True, type=int, metavar="N",
@@ -75,7 +82,7 @@ from .options import (
 @json_option("Print JSON (docs/run.md) instead of tables.")
 @quiet_option()
 def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, start_gap_s,
-        bw_schedule, aqm, aqm_params, ecn, shaper, repeat, seed, backend, kernel, clock, ngwa,
+        bw_schedule, aqm, aqm_params, ecn, reverse, bw_reverse, shaper, repeat, seed, backend, kernel, clock, ngwa,
         wbrto, wbrto_unit_ms, boot_timeout, out_dir, db_path, as_json, quiet):
     """Run iperf3 flows over an emulated dumbbell and summarise them.
 
@@ -106,6 +113,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
       tcpvar run --cc cubic,bbr --aqm fq_codel --buffer 10bdp
       tcpvar run --cc dctcp --aqm codel --aqm-params ce_threshold=1ms
       tcpvar run --cc cubic,cubic --rtt 20,80
+      tcpvar run --cc cubic,cubic --reverse 1 --bw-reverse 2mbit
     """
     from tcpvar.capture.params import make_params
     from tcpvar.capture.session import SessionRequest
@@ -117,7 +125,8 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
                          start_gap_s=start_gap_s, schedule=bw_schedule, repeat=repeat,
                          seed=seed, shaper=shaper, ngwa=ngwa, wbrto=wbrto,
                          wbrto_unit_ms=wbrto_unit_ms, clock=clock or "auto", aqm=aqm,
-                         aqm_params=aqm_params, ecn=ecn)
+                         aqm_params=aqm_params, ecn=ecn, reverse=reverse,
+                         bw_reverse=bw_reverse)
     with runs.LiveProgress(quiet=quiet) as progress:
         outcome = execute(db_path, SessionRequest(params, backend, kernel, out_dir, boot_timeout),
                           progress, html.write_run_folder)

@@ -43,6 +43,8 @@ def _listed(name: str, metavar: str, text: str):
                              "fq_pie, cake, fq, sfq.")
 @_listed("aqm_params", "K=V,...;...", "The queues' own parameters, ';' between sets.")
 @_listed("ecn", "on|off[+...],...", "ECN of the senders; '+' gives a run's flows their own.")
+@_listed("reverse", "N,...", "Flows that send the other way (the last N of a run).")
+@_listed("bw_reverse", "RATE,...", "Rates of the reverse bottleneck.")
 @_listed("ngwa", "MODE,...", "NGWA modes 1-8 (the patched kernel).")
 @_listed("wbrto", "SCALE,...", "WB-RTO scales: small, medium, wide (the patched kernel).")
 @_listed("wbrto_unit", "MS,...", "WB-RTO units.")

@@ -62,6 +62,8 @@ OPTIONS = {
     "aqm": ("aqm", str, None),
     "aqm_params": ("aqm_params", str, None),
     "ecn": ("ecn", str, None),
+    "reverse": ("reverse", int, 0),
+    "bw_reverse": ("bw_reverse", str, None),
 }
 assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
 PER_FLOW = ("cc", "rtt", "ecn")     # a value per flow: "cubic+reno", "20+80"
@@ -285,9 +287,10 @@ def cell_key(params: RunParams) -> str:
         d.pop("jitter_ms")      # as before --jitter existed: stored studies keep their cells
     if d["clock"] == "auto":
         d.pop("clock")          # and before --clock
-    for key, default in (("aqm", None), ("aqm_params", {}), ("ecn", []), ("flow_rtts_ms", [])):
+    for key, default in (("aqm", None), ("aqm_params", {}), ("ecn", []), ("flow_rtts_ms", []),
+                         ("reverse", 0), ("bw_reverse_bps", None)):
         if d[key] == default:
-            d.pop(key)          # and before --aqm, --ecn and RTT lists
+            d.pop(key)          # and before --aqm, --ecn, RTT lists and --reverse
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

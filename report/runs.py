@@ -18,7 +18,8 @@ RUN_COLUMNS = ("flow", "cc", "role", "base RTT ms", "throughput iperf3", "throug
 
 
 def flow_row(f: dict) -> tuple:
-    return (str(f["flow"]), printable(f["cc"]), printable(f["role"]), ms(f.get("base_rtt_ms")),
+    role = printable(f["role"]) + (" (reverse)" if f.get("direction") == "reverse" else "")
+    return (str(f["flow"]), printable(f["cc"]), role, ms(f.get("base_rtt_ms")),
             si(f["throughput_bps"]["iperf3"], "bit/s"),
             si(f["throughput_bps"]["pcap"], "bit/s"),
             "-" if f["retransmitted_packets"] is None else str(f["retransmitted_packets"]),
@@ -44,6 +45,11 @@ def run_title(s: dict) -> str:
     title = (f"run {s['run_id']} ({s['name']}): {p.get('mode')} on {s['backend']}, "
              f"kernel {s['kernel']}, RTT {'/'.join(_g(r) for r in rtts)} ms, "
              f"loss {_g(p.get('loss_pct'))}%, bottleneck {bw}, {_g(p.get('duration_s'))} s")
+    if p.get("reverse") or p.get("bw_reverse_bps"):
+        back = p.get("bw_reverse_bps") or p.get("bw_bps")
+        n = p.get("reverse") or 0
+        title += (f", reverse {si(back, 'bit/s') if _number(back) else str(back)}"
+                  f" ({_g(n)} flow{'' if n == 1 else 's'})")
     if p.get("jitter_ms"):
         title += f", jitter {_g(p['jitter_ms'])} ms"
     if p.get("aqm"):
@@ -80,13 +86,13 @@ def summary_lines(s: dict) -> list[str]:
                              f"{source})")
         lines.append(f"friendliness of flow {fr['flow']} ({fr['cc']}) against flow "
                      f"{fr['reference_flow']} ({fr['reference_cc']}): " + "; ".join(parts))
-    b = s.get("bottleneck")
-    if b:
-        line = (f"bottleneck queue {b['qdisc']} (limit {b['limit']} {b['limit_unit']}): "
-                f"{b['sent_packets']} packets sent, {b['drops']} dropped")
-        if b["counters"]:
-            line += "; " + ", ".join(_counter(k, v) for k, v in b["counters"].items())
-        lines.append(line)
+    for key, name in (("bottleneck", "bottleneck"), ("reverse_bottleneck", "reverse bottleneck")):
+        if b := s.get(key):
+            line = (f"{name} queue {b['qdisc']} (limit {b['limit']} {b['limit_unit']}): "
+                    f"{b['sent_packets']} packets sent, {b['drops']} dropped")
+            if b["counters"]:
+                line += "; " + ", ".join(_counter(k, v) for k, v in b["counters"].items())
+            lines.append(line)
     marked = [f for f in s["flows"] if (f.get("ecn") or {}).get("asked")]
     if marked:
         lines.append("ECN: " + "; ".join(

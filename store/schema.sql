@@ -313,3 +313,5 @@ ALTER TABLE dir_counters ADD COLUMN IF NOT EXISTS cwr_packets BIGINT;
 -- path (--rtt) and whether its sender asked for ECN (--ecn)
 ALTER TABLE flows ADD COLUMN IF NOT EXISTS base_rtt_ms DOUBLE;
 ALTER TABLE flows ADD COLUMN IF NOT EXISTS ecn BOOLEAN;
+-- and before flows could go the other way (--reverse): 'forward' or 'reverse'
+ALTER TABLE flows ADD COLUMN IF NOT EXISTS direction VARCHAR;

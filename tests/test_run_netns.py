@@ -92,7 +92,8 @@ def test_bottleneck_drops_match_the_captures(two_flows):
 
     entered, left = forward(run["sender_capture"]), forward(run["bottleneck_capture"])
     assert entered - left == b["drops"], (entered, left, b)
-    assert b["sent_packets"] >= left
+    # the neighbours are permanent (testbed.link): no ARP shares the queue
+    assert b["sent_packets"] == left
 
 
 def test_throughput_respects_the_bottleneck(two_flows):

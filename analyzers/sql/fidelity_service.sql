@@ -9,14 +9,22 @@
 -- so a packet dropped at the tail, or sent twice, is never taken for
 -- another. The queue was non-empty for the whole gap between two
 -- consecutive departures when the later packet had already arrived by the
--- earlier departure: that gap was spent sending it, and
--- Σ bytes / Σ gaps over such pairs is the rate the shaper delivered. Bytes
+-- earlier departure: that gap was spent paying for a packet, and
+-- Σ bytes / Σ gaps over such pairs is the rate the shaper delivered. TBF
+-- waits for a packet's tokens before sending it, so a gap pays for the
+-- later packet; HTB sends while its tokens last and charges afterwards, so
+-- a gap pays for the earlier one ($charged_after). With packets of one
+-- size the two agree; an ACK between data packets tells them apart. Bytes
 -- are frame lengths (the Ethernet header counts, as the shaper counts it).
 -- A pair is counted in the step its departure falls in, seconds after the
 -- flows' start ($started_ns); pairs within $guard_before s before to
 -- $guard_after s after a rate change are left out (the change is applied
 -- up to a loop's sleep late, and the queue then drains at the new rate).
--- Parameters: $sender, $bottleneck (capture ids), $started_ns, $starts
+-- With reverse flows, the bottleneck capture holds the reverse bottleneck's
+-- departures too: $rightward lists the source ports of the packets through
+-- the forward one (NULL: every packet went through it).
+-- Parameters: $sender, $bottleneck (capture ids), $rightward, $charged_after,
+-- $started_ns, $starts
 -- (DOUBLE[]: each step's start, seconds, ascending, the first 0),
 -- $guard_before, $guard_after.
 WITH side AS (
@@ -30,7 +38,8 @@ WITH side AS (
     FROM packets p JOIN connections c ON c.capture_id = p.capture_id AND c.conn = p.conn
     WHERE p.capture_id IN ($sender, $bottleneck)
 ),
-departed AS (SELECT * FROM side WHERE capture_id = $bottleneck),
+departed AS (SELECT * FROM side WHERE capture_id = $bottleneck
+             AND ($rightward IS NULL OR list_contains($rightward::INTEGER[], sport))),
 arrived AS (SELECT * FROM side WHERE capture_id = $sender),
 matched AS (
     SELECT d.frame, any_value(d.ts_ns) AS ts_ns, any_value(d.wire_len) AS wire_len,
@@ -42,7 +51,8 @@ matched AS (
     GROUP BY d.frame
 ),
 pairs AS (
-    SELECT ts_ns, wire_len, arrived_ns, (ts_ns - $started_ns) / 1e9 AS t_s,
+    SELECT ts_ns, arrived_ns, (ts_ns - $started_ns) / 1e9 AS t_s,
+           if($charged_after, lag(wire_len) OVER (ORDER BY ts_ns, frame), wire_len) AS wire_len,
            lag(ts_ns) OVER (ORDER BY ts_ns, frame) AS prev_ns
     FROM matched
 ),

@@ -14,15 +14,16 @@
 -- iperf3's rates of the background flow (the first, in fairness and
 -- friendliness runs) and of the test flows (their mean): the paper's
 -- "connection 1" and "connection 2", or "Reno" and the variant; the mean
--- of the flows' iperf3 rates, the link's utilisation (all data sent over
--- the run's span, over the bottleneck rate), the packets the bottleneck
+-- of the flows' iperf3 rates, the link's utilisation (all data the forward
+-- flows sent over the run's span, over the bottleneck rate), the packets the bottleneck
 -- queue dropped and those it marked CE (its own counters: RED's `marked`,
 -- the CoDel and PIE family's `ecn_mark` and `ce_mark`, CAKE's per tin, fq's
 -- `ce_mark`), and the CE-marked packets of the bottleneck capture (when it
 -- carried ECN-capable packets).
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
-    SELECT * FROM flow_rates WHERE list_contains($run_ids::INTEGER[], run_id)
+    SELECT r.*, f.direction FROM flow_rates r JOIN flows f USING (run_id, flow)
+    WHERE list_contains($run_ids::INTEGER[], r.run_id)
 ), span AS (
     SELECT run_id, (max(data_last_ns) - min(data_first_ns)) / 1e9 AS span_s
     FROM per_flow
@@ -70,8 +71,8 @@ SELECT run_id,
        CASE WHEN bool_or(role = 'background')
             THEN avg(iperf_bps) FILTER (WHERE role = 'test') / 1e6 END AS test_mbps,
        avg(iperf_bps) / 1e6 AS flow_mbps,
-       100 * 8 * sum(data_bytes) / nullif(any_value(span.span_s), 0) / any_value(bw_bps)
-           AS utilization_pct,
+       100 * 8 * sum(data_bytes) FILTER (WHERE direction IS DISTINCT FROM 'reverse')
+           / nullif(any_value(span.span_s), 0) / any_value(bw_bps) AS utilization_pct,
        any_value(queue.bottleneck_drops) AS bottleneck_drops,
        any_value(queue.bottleneck_marks) AS bottleneck_marks,
        any_value(marked.ce_packets) AS ce_packets

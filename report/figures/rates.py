@@ -20,7 +20,8 @@ def draw_throughput(doc: dict):
                         label=None if k else f"{f['label']} (iperf3 sender reports)")
         if len(doc["senders"]) > 1:
             ax.plot([t for t, _ in doc["total"]], [b / 1e6 for _, b in doc["total"]],
-                    color="0.2", drawstyle="steps-post", linewidth=1, label="total")
+                    color="0.2", drawstyle="steps-post", linewidth=1,
+                    label=doc.get("total_label", "total"))
         if doc["rate"]:
             ts = [t for t, _ in doc["rate"]] + [doc["to_s"]]
             rates = [r / 1e6 for _, r in doc["rate"]]
