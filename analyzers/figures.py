@@ -123,7 +123,8 @@ def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
     for flow, role, cc, sport, dport, conn, a_port, rtt, data_first, reverse in rows:
         if picked and flow not in picked:
             continue
-        senders.append(Sender(f"flow {flow} {cc} ({role}{', reverse' if reverse else ''})", conn, 0 if a_port == sport else 1,
+        label = f"flow {flow} {cc} ({role}{', reverse' if reverse else ''})"
+        senders.append(Sender(label, conn, 0 if a_port == sport else 1,
                               flow=flow, rtt_ms=rtt, iperf_start_ns=data_first,
                               bottleneck=_bottleneck_conn(con, bottleneck, sport, dport),
                               reverse=bool(reverse)))

@@ -82,8 +82,9 @@ from .options import (
 @json_option("Print JSON (docs/run.md) instead of tables.")
 @quiet_option()
 def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, start_gap_s,
-        bw_schedule, aqm, aqm_params, ecn, reverse, bw_reverse, shaper, repeat, seed, backend, kernel, clock, ngwa,
-        wbrto, wbrto_unit_ms, boot_timeout, out_dir, db_path, as_json, quiet):
+        bw_schedule, aqm, aqm_params, ecn, reverse, bw_reverse, shaper, repeat, seed, backend,
+        kernel, clock, ngwa, wbrto, wbrto_unit_ms, boot_timeout, out_dir, db_path, as_json,
+        quiet):
     """Run iperf3 flows over an emulated dumbbell and summarise them.
 
     Builds the topology of Callegari et al. (senders, a router with the

@@ -185,3 +185,53 @@ def test_each_sender_hears_its_marks(ecn_run):
                      f"&& tcp.flags.ece == 1", "frame.number")
         assert summary["ecn"]["ece_packets"] == len(ece) > 1, flow["cc"]
         assert summary["ecn"]["cwr_packets"] > 0, flow["cc"]
+
+
+@pytest.fixture(scope="module")
+def reverse_run(tmp_path_factory):
+    """A CUBIC flow at 20 ms, and one at 60 ms the other way through a
+    5 Mbit/s reverse bottleneck; CoDel marks both ways."""
+    tmp = tmp_path_factory.mktemp("reverse")
+    rc, doc, err = tcpvar_run(tmp, "--backend", "vm", "--cc", "cubic,cubic", "--reverse", 1,
+                              "--rtt", "20,60", "--bw-reverse", "5mbit", "--aqm", "codel",
+                              "--ecn", "on", "--buffer", "2bdp", *PATH)
+    assert rc == 0, err
+    (run,) = doc["runs"]
+    return tmp, run
+
+
+def test_a_reverse_flow_has_its_own_rtt(reverse_run):
+    """A reverse flow's own delay lies beyond its sender's capture (on rl's
+    link to s<i> and back), so the capture at rr sees its whole RTT, as
+    rl's sees a forward flow's; netem's delays (tc) add up to it."""
+    _, run = reverse_run
+    run_dir = Path(run["dir"])
+    m = json.loads((run_dir / "manifest.json").read_text())
+    delays = {(q["router"], q["dev"]): 1e3 * q["options"]["delay"]["delay"]
+              for q in json.loads((run_dir / "tc-stats.json").read_text())
+              if q["kind"] == "netem"}
+    shared = delays[("rd", "right")] + delays[("rd", "left")]
+    assert shared + delays[("rl", "s2")] + delays[("s2", "eth0")] == pytest.approx(60)
+    for flow, asked in zip(m["flows"], (20, 60)):
+        low = min(rtt_samples(run_dir, flow))
+        assert 0.98 * asked <= low <= 1.1 * asked, (flow["direction"], low)
+
+
+def test_the_reverse_queue_marks_the_reverse_data(reverse_run):
+    """Each CoDel counts its own marks; bottleneck.pcap holds what left
+    both, so the CE-marked packets toward the senders' side (tshark) are
+    the reverse queue's marks, and the reverse flow's in tcpvar's summary."""
+    _, run = reverse_run
+    run_dir = Path(run["dir"])
+    queues = {q["router"]: q for q in json.loads((run_dir / "tc-stats.json").read_text())
+              if q.get("parent") == "1:1"}
+    assert queues["rr"]["kind"] == "codel" and queues["rr"]["options"]["ecn"] is True
+    lost = run["fidelity"]["capture"]["drops"] or 0
+    for router, net, flow in (("rl", "198.19", run["flows"][0]),
+                              ("rr", "198.18", run["flows"][1])):
+        marks = queues[router]["ecn_mark"]
+        seen = len(tshark(run_dir / "bottleneck.pcap",
+                          f"ip.dsfield.ecn == 3 && ip.dst == {net}.0.0/16", "frame.number"))
+        assert marks > 5 and marks - lost <= seen <= marks, (router, marks, seen)
+        assert flow["ecn"]["ce_packets"] == seen, router
+    assert run["reverse_bottleneck"]["counters"]["ecn_mark"] == queues["rr"]["ecn_mark"]

@@ -227,6 +227,9 @@ def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path, sig):
     (["--aqm", "codel", "--ngwa", "5"], 2, "with --ngwa the bottleneck queue is"),
     (["--cc", "dctcp", "--ecn", "off"], 2, "dctcp always negotiates ECN"),
     (["--ecn", "maybe"], 2, "--ecn 'maybe': on or off"),
+    (["--cc", "cubic,reno", "--reverse", "3"], 2, "--reverse 3: 0 to the run's 2 flows"),
+    (["--bw-reverse", "1"], 2, "rate '1' is outside"),
+    (["--reverse", "1", "--ngwa", "5"], 2, "the ngwa qdisc is the forward bottleneck's only"),
 ])
 def test_bad_input_one_line(tmp_path, args, status, words):
     before = namespaces()

@@ -95,6 +95,10 @@ MANIFESTS = {
                               "params.ecn[0]: 1 is not true or false"),
     "AQM parameter a list": (lambda m: m["params"].update(aqm_params={"target": [1]}),
                              "params.aqm_params.target: list is not a text"),
+    "direction sideways": (lambda m: m["flows"][0].update(direction="sideways\x1b[2J"),
+                           "flows[0].direction: \"sideways\\u001b[2J\" is neither forward"),
+    "reverse flows negative": (lambda m: m["params"].update(reverse=-1),
+                               "params.reverse: -1 is"),
 }
 
 
