@@ -47,16 +47,19 @@ def _rate_by_hand(folder: Path) -> tuple[float, int]:
     """The definition of docs/run.md computed from tshark's fields: each
     departure matched to the latest arrival of the same packet before it;
     Σ frame bytes / Σ gaps over consecutive departures whose later packet
-    had arrived by the earlier one's departure. (bit/s, such pairs)"""
+    had arrived by the earlier one's departure, the bytes of the packet
+    the gap paid for: HTB's the earlier one, TBF's the later. (bit/s, such
+    pairs)"""
+    htb = json.loads((folder / "manifest.json").read_text())["params"]["shaper"] == "htb"
     arrivals: dict[tuple, list[int]] = {}
     for t, _, key in _tshark(folder / "sender.pcap"):
         arrivals.setdefault(key, []).append(t)
     departed = _tshark(folder / "bottleneck.pcap")
     nbytes = gaps = n = 0
-    for (t0, _, _), (t1, size, key) in zip(departed, departed[1:]):
+    for (t0, size0, _), (t1, size1, key) in zip(departed, departed[1:]):
         arrived = max((a for a in arrivals.get(key, ()) if a <= t1), default=None)
         if arrived is not None and arrived < t0:
-            nbytes, gaps, n = nbytes + size, gaps + t1 - t0, n + 1
+            nbytes, gaps, n = nbytes + (size0 if htb else size1), gaps + t1 - t0, n + 1
     return 8e9 * nbytes / gaps, n
 
 
