@@ -40,7 +40,9 @@ def run_summary(con, run_id: int) -> dict:
     doc["flows"] = [_flow(dict(zip(names, r))) for r in cur.fetchall()]
     doc["bottleneck"] = _bottleneck(con, run_id)
     doc["reverse_bottleneck"] = _bottleneck(con, run_id, "rr")
-    doc["jain"] = _jain(con, doc)
+    # fairness among the flows that share a bottleneck: each direction's own
+    doc["jain"] = _jain(con, doc, "forward")
+    doc["jain_reverse"] = _jain(con, doc, "reverse")
     if doc["params"] and doc["params"].get("mode") == "friendliness":
         doc["friendliness"] = _friendliness(doc["flows"])
     doc["fidelity"] = fidelity.stored(con, run_id)
@@ -96,10 +98,10 @@ def limit_unit(kind: str | None) -> str:
     return aqm.limit if aqm else "bytes"        # ngwa's
 
 
-def _jain(con, doc: dict) -> dict | None:
+def _jain(con, doc: dict, direction: str) -> dict | None:
     """J over the whole run from iperf3 and from the pcap, and per interval
     of the pcap's series over the intervals in which every flow was active."""
-    flows = doc["flows"]
+    flows = [f for f in doc["flows"] if f["direction"] == direction]
     if len(flows) < 2:
         return None
     out = {"iperf3": jain(f["throughput_bps"]["iperf3"] or 0 for f in flows),

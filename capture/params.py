@@ -20,7 +20,7 @@ PAPER_VARIANTS = ("bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp"
                   "scalable", "vegas", "veno", "westwood", "yeah")
 MTU = 1500
 MAX_RTT_MS = 10_000.0
-MAX_FLOWS = 32
+MAX_FLOWS = 256
 # variants that ask for ECN on every connection whatever net.ipv4.tcp_ecn says
 ECN_VARIANTS = ("dctcp",)
 # runs one session or study plans at most (--repeat, a study's cells x

@@ -28,6 +28,7 @@ from .cpu import CpuMeter
 from .kernels import loaded_variants
 from .netns import TESTBED_TOOLS, need_root, need_tools, run
 from .params import MTU, Flow, RunParams
+from .probe.recorder import port_runs
 from .testbed import OFFLOADS
 from .topology import Dumbbell, bottleneck_queue
 
@@ -88,20 +89,27 @@ class FlowEndpoints:
         return f"{'s' if self.flow.reverse else 'd'}{self.flow.flow}"
 
 
-def endpoints(flow: Flow, base: int) -> FlowEndpoints:
-    """Flow @flow's addresses and ports: the client's port base+50+i, the
+def endpoints(flow: Flow, base: int, span: int) -> FlowEndpoints:
+    """Flow @flow's addresses and ports: the client's port base+span+i, the
     server's base+i, unique to the flow in either role."""
-    ends = [(Dumbbell.sender_addr(flow.flow), base + 50 + flow.flow),
+    ends = [(Dumbbell.sender_addr(flow.flow), base + span + flow.flow),
             (Dumbbell.receiver_addr(flow.flow), base + flow.flow)]
     if flow.reverse:
         ends[0], ends[1] = (ends[1][0], ends[0][1]), (ends[0][0], ends[1][1])
     return FlowEndpoints(flow, *ends[0], *ends[1])
 
 
-def port_base(seed: int, tag: str) -> int:
+def port_span(flows: int) -> int:
+    """How far a run's client ports lie above its servers' (base+i): 50
+    up to 49 flows, as before runs had more, else 300."""
+    return 50 if flows < 50 else 300
+
+
+def port_base(seed: int, tag: str, flows: int) -> int:
     """Ports unique to the run (tests may run beside each other and the
-    probe filter selects by port)."""
-    return 20000 + random.Random(f"{seed}-{tag}").randrange(0, 20000, 100)
+    probe filter selects by port): its servers' and clients' side by side
+    (the probe's filter takes runs of ports as ranges)."""
+    return 20000 + random.Random(f"{seed}-{tag}").randrange(0, 20000, 2 * port_span(flows))
 
 
 def host_sysctls(params: RunParams) -> dict[str, str]:
@@ -135,8 +143,8 @@ class Run:
         self.progress: Reporter = progress or ignore
         self.net = Dumbbell(tag, params.flows)
         self.procs = self.net.procs
-        base = port_base(params.seed + repetition, tag)
-        self.flows = [endpoints(f, base) for f in params.flow_plan()]
+        base = port_base(params.seed + repetition, tag, params.flows)
+        self.flows = [endpoints(f, base, port_span(params.flows)) for f in params.flow_plan()]
         self.manifest: dict = {}
         self.recorder = None
         self.softnet0: int | None = None
@@ -216,7 +224,9 @@ class Run:
         what leaves the reverse bottleneck (every packet passes one of the
         two bottlenecks, once). Each flow is then seen where its data enter
         and leave its bottleneck, as a forward flow is."""
-        theirs = " or ".join(f"port {fe.dport}" for fe in self.flows if fe.flow.reverse)
+        theirs = " or ".join(f"port {lo}" if lo == hi else f"portrange {lo}-{hi}"
+                             for lo, hi in port_runs([fe.dport for fe in self.flows
+                                                      if fe.flow.reverse]))
         for name, role, where, only in (
                 ("sender", "rl", ["-i", "any", "-Q", "in"], f"not ({theirs})"),
                 ("bottleneck", "rl", ["-i", "right", "-Q", "out"], None),

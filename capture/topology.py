@@ -27,7 +27,9 @@ from .netns import run
 from .params import MTU, RunParams
 from .testbed import Testbed
 
-# Addresses: RFC 2544 benchmarking ranges, senders 198.18.<i>.2, receivers 198.19.<i>.2.
+# Addresses: RFC 2544 benchmarking ranges, senders in 198.18/16, receivers in
+# 198.19/16, each host on a /30 of its own with its router (host_addr); the
+# routers' links in 198.18.0/24.
 # the testbed is IPv4: without IPv6, no router solicitations or MLD reports
 # share the bottleneck queue with the flows (its drops are the flows' drops)
 NO_IPV6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
@@ -48,11 +50,11 @@ class Dumbbell(Testbed):
 
     @staticmethod
     def sender_addr(i: int) -> str:
-        return f"198.18.{i}.2"
+        return host_addr("198.18", i)
 
     @staticmethod
     def receiver_addr(i: int) -> str:
-        return f"198.19.{i}.2"
+        return host_addr("198.19", i)
 
     # -- building --------------------------------------------------------
     def create(self, sysctls: dict[str, str], progress: Reporter | None = None,
@@ -71,12 +73,11 @@ class Dumbbell(Testbed):
         self.link("rl", "right", ["198.18.0.1/30"], "rd", "left", ["198.18.0.2/30"], mtu=MTU)
         self.link("rd", "right", ["198.18.0.5/30"], "rr", "left", ["198.18.0.6/30"], mtu=MTU)
         for i in range(1, n + 1):
-            self.link("rl", f"s{i}", [f"198.18.{i}.1/24"], f"s{i}", "eth0",
-                      [f"{self.sender_addr(i)}/24"], mtu=MTU)
-            self.link("rr", f"d{i}", [f"198.19.{i}.1/24"], f"d{i}", "eth0",
-                      [f"{self.receiver_addr(i)}/24"], mtu=MTU)
-            self.route(f"s{i}", "default", f"198.18.{i}.1")
-            self.route(f"d{i}", "default", f"198.19.{i}.1")
+            for router, host, net in (("rl", f"s{i}", "198.18"), ("rr", f"d{i}", "198.19")):
+                gateway = host_addr(net, i, router=True)
+                self.link(router, host, [f"{gateway}/30"], host, "eth0",
+                          [f"{host_addr(net, i)}/30"], mtu=MTU)
+                self.route(host, "default", gateway)
         self.route("rl", "198.19.0.0/16", "198.18.0.2")
         self.route("rd", "198.19.0.0/16", "198.18.0.6")
         self.route("rd", "198.18.0.0/16", "198.18.0.1")
@@ -195,6 +196,13 @@ class Dumbbell(Testbed):
             except ValueError:
                 pass
         return out
+
+
+def host_addr(net: str, i: int, router: bool = False) -> str:
+    """Host i's address in @net (198.18 or 198.19), or its router's: the
+    i-th /30 from <net>.1.0, 64 to a /24, so 256 hosts fit in four."""
+    k = i - 1
+    return f"{net}.{1 + k // 64}.{4 * (k % 64) + (1 if router else 2)}"
 
 
 def _bucket(rate_bps: float) -> int:

@@ -69,14 +69,14 @@ def run_title(s: dict) -> str:
 def summary_lines(s: dict) -> list[str]:
     """Jain's index, friendliness, the probe and anything that went wrong."""
     lines = []
-    j = s.get("jain")
-    if j:
-        line = f"Jain's index: {_j(j['iperf3'])} (iperf3), {_j(j['pcap'])} (pcap)"
-        if j.get("intervals_mean") is not None:
-            line += (f"; per 1 s interval (pcap, {len(j['intervals'])} intervals with every "
-                     f"flow active): mean {_j(j['intervals_mean'])}, "
-                     f"min {_j(j['intervals_min'])}")
-        lines.append(line)
+    for key, whose in (("jain", ""), ("jain_reverse", " of the reverse flows")):
+        if j := s.get(key):
+            line = f"Jain's index{whose}: {_j(j['iperf3'])} (iperf3), {_j(j['pcap'])} (pcap)"
+            if j.get("intervals_mean") is not None:
+                line += (f"; per 1 s interval (pcap, {len(j['intervals'])} intervals with "
+                         f"every flow active): mean {_j(j['intervals_mean'])}, "
+                         f"min {_j(j['intervals_min'])}")
+            lines.append(line)
     for fr in s.get("friendliness") or []:
         parts = []
         for source in ("iperf3", "pcap"):

@@ -59,19 +59,20 @@ def test_hook_builds_and_loads():
 
 
 def test_hook_takes_a_port_per_flow():
-    """tcpvar runs up to 32 flows, and a run filters its probe by their
-    ports: the hook loads with 32 and refuses 33 in one line."""
+    """tcpvar runs up to 256 flows, and a run filters its probe by their
+    ports: the hook loads with its limit (1024, a bitmap in the program)
+    and refuses one more in one line."""
     built = probe.prepare()
-    ports = [str(p) for p in range(30000, 30033)]
+    ports = [str(p) for p in range(30000, 30000 + probe.MAX_PORTS + 1)]
     args = [str(built.tool), "--check", "--attach", "tp_btf"]
-    ok = subprocess.run([*args, *(x for p in ports[:32] for x in ("--port", p))],
+    ok = subprocess.run([*args, *(x for p in ports[:-1] for x in ("--port", p))],
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     refused = subprocess.run([*args, *(x for p in ports for x in ("--port", p))],
                              capture_output=True, text=True)
-    assert refused.returncode == 2 and "at most 32 ports" in refused.stderr, refused.stderr
-    with pytest.raises(ProbeError, match="at most 32 ports"):
-        probe.open_probe(Path("."), list(range(30000, 30033)))
+    assert refused.returncode == 2 and "at most 1024 ports" in refused.stderr, refused.stderr
+    with pytest.raises(ProbeError, match="at most 1024 ports"):
+        probe.open_probe(Path("."), list(range(30000, 30000 + probe.MAX_PORTS + 1)))
 
 
 def test_auto_prefers_the_hook_here(tmp_path):

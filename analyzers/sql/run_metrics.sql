@@ -9,7 +9,7 @@
 -- link); their retransmitted packets,
 -- the mean of their average RTTs, the 95th percentile of all their RTT
 -- samples (on the ACKs of their data: Pantheon's delay axis, as RTT),
--- Jain's index over their goodputs (two flows or more) and, in friendliness
+-- Jain's index over their goodputs (two forward flows or more) and, in friendliness
 -- runs, the test flows' mean goodput over the Reno background flow's, and
 -- iperf3's rates of the background flow (the first, in fairness and
 -- friendliness runs) and of the test flows (their mean): the paper's
@@ -61,8 +61,12 @@ SELECT run_id,
        sum(retransmitted_packets) AS retransmissions,
        avg(rtt_avg_ms) AS rtt_ms,
        any_value(rtt.rtt_p95_ms) AS rtt_p95_ms,
-       CASE WHEN count(*) > 1
-            THEN sum(goodput_bps) ^ 2 / nullif(count(*) * sum(goodput_bps ^ 2), 0) END AS jain,
+       -- over the forward flows: those that share the (forward) bottleneck
+       CASE WHEN count(*) FILTER (WHERE direction IS DISTINCT FROM 'reverse') > 1
+            THEN sum(goodput_bps) FILTER (WHERE direction IS DISTINCT FROM 'reverse') ^ 2
+                 / nullif(count(*) FILTER (WHERE direction IS DISTINCT FROM 'reverse')
+                          * sum(goodput_bps ^ 2) FILTER (WHERE direction IS DISTINCT FROM
+                                                         'reverse'), 0) END AS jain,
        CASE WHEN any_value(mode) = 'friendliness'
             THEN avg(goodput_bps) FILTER (WHERE role = 'test')
                  / nullif(max(goodput_bps) FILTER (WHERE role = 'background'), 0) END

@@ -19,7 +19,7 @@ TOOL_NAME = "tcp_probe_ext"
 BTF = Path("/sys/kernel/btf/vmlinux")
 # the filter's sizes in the hook (TPE_MAX_PORTS, TPE_MAX_ADDRS in
 # tcp_probe_ext.h); the tracefs recorders keep to them too
-MAX_PORTS = 32
+MAX_PORTS = 1024
 MAX_ADDRS = 8
 
 

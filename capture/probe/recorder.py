@@ -33,12 +33,30 @@ def norm_addr(text: str) -> str:
 
 
 def port_filter(ports: list[int], cookie: int | None) -> str:
+    """The tracefs filter of @ports (runs of consecutive ports as ranges: a
+    run's flows have theirs side by side, and the kernel bounds a filter's
+    terms) and @cookie."""
     parts = []
     if ports:
-        parts.append("(" + " || ".join(f"sport == {p} || dport == {p}" for p in ports) + ")")
+        terms = []
+        for lo, hi in port_runs(sorted(set(ports))):
+            terms += [f"{f} == {lo}" if lo == hi else f"({f} >= {lo} && {f} <= {hi})"
+                      for f in ("sport", "dport")]
+        parts.append("(" + " || ".join(terms) + ")")
     if cookie:
         parts.append(f"sock_cookie == {cookie}")
     return " && ".join(parts) if parts else "0"
+
+
+def port_runs(ports: list[int]) -> list[tuple[int, int]]:
+    """Sorted @ports as (first, last) of each run of consecutive ones."""
+    out: list[tuple[int, int]] = []
+    for p in ports:
+        if out and p == out[-1][1] + 1:
+            out[-1] = (out[-1][0], p)
+        else:
+            out.append((p, p))
+    return out
 
 
 class Recorder:

@@ -26,7 +26,7 @@ char LICENSE[] SEC("license") = "GPL";
 /* set by the loader before load */
 const volatile __u32 hz = 250;                       /* the kernel's HZ */
 const volatile __u32 n_ports = 0;                    /* 0: any port */
-const volatile __u16 ports[TPE_MAX_PORTS] = {};      /* sport or dport */
+const volatile __u8 port_bits[65536 / 8] = {};      /* sport or dport: one bit each */
 const volatile __u32 n_addrs = 0;                    /* 0: any address */
 const volatile __u8 addrs[TPE_MAX_ADDRS][16] = {};   /* saddr or daddr, IPv4-mapped */
 const volatile __u64 cookie_filter = 0;              /* 0: any socket */
@@ -96,17 +96,15 @@ static __always_inline void note_unseen(struct sock *sk, struct tcp_sock *tp,
 	*last = now;
 }
 
+/* a bitmap rather than a list: one lookup per event, however many flows */
+static __always_inline bool port_set(__u16 port)
+{
+	return port_bits[port >> 3] & (1 << (port & 7));
+}
+
 static __always_inline bool port_match(__u16 sport, __u16 dport)
 {
-	if (!n_ports)
-		return true;
-	for (int i = 0; i < TPE_MAX_PORTS; i++) {
-		if (i >= n_ports)
-			break;
-		if (ports[i] == sport || ports[i] == dport)
-			return true;
-	}
-	return false;
+	return !n_ports || port_set(sport) || port_set(dport);
 }
 
 static __always_inline bool addr_eq(const __u8 *a, const volatile __u8 *b)

@@ -331,7 +331,7 @@ static struct tcp_probe_ext_bpf *open_and_load(const char *attach, const __u16 *
 	skel->rodata->hz = hz;
 	skel->rodata->n_ports = n_ports;
 	for (int i = 0; i < n_ports; i++)
-		skel->rodata->ports[i] = ports[i];
+		skel->rodata->port_bits[ports[i] >> 3] |= 1 << (ports[i] & 7);
 	skel->rodata->n_addrs = n_addrs;
 	for (int i = 0; i < n_addrs; i++)
 		memcpy((void *)skel->rodata->addrs[i], addrs[i], 16);

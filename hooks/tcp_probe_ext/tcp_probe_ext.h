@@ -9,7 +9,7 @@
 #ifndef TCP_PROBE_EXT_H
 #define TCP_PROBE_EXT_H
 
-#define TPE_MAX_PORTS 32
+#define TPE_MAX_PORTS 1024
 #define TPE_MAX_ADDRS 8
 
 /* slots of the per-CPU counter array */
