@@ -228,6 +228,7 @@ def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path, sig):
     (["--cc", "dctcp", "--ecn", "off"], 2, "dctcp always negotiates ECN"),
     (["--ecn", "maybe"], 2, "--ecn 'maybe': on or off"),
     (["--cc", "cubic,reno", "--reverse", "3"], 2, "--reverse 3: 0 to the run's 2 flows"),
+    (["--flows", "257"], 2, "--flows 257: tcpvar runs 1 to 256 flows"),
     (["--bw-reverse", "1"], 2, "rate '1' is outside"),
     (["--reverse", "1", "--ngwa", "5"], 2, "the ngwa qdisc is the forward bottleneck's only"),
 ])
