@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tcpvar.analyzers.compare import metrics_by_cell
 from tcpvar.capture.clock import check as check_clock
-from tcpvar.capture.params import parse_rate, parse_schedule
+from tcpvar.capture.params import MAX_FLOWS, parse_rate, parse_schedule
 from tcpvar.errors import InputError, UsageError
 from tcpvar.pipelines.sweep import OPTIONS, Study, cells, preview, sweep
 from tcpvar.resources import source_dir
@@ -51,7 +51,7 @@ class Scale:
     repeat: int
     max_duration: float
     rates: dict[float, str]             # the paper's rate (bit/s) -> this scale's
-    max_flows: int = 32
+    max_flows: int = MAX_FLOWS
     rows: list[str] | None = None       # None: all of the paper's
     tables: list[str] | None = None
     columns: int | None = None          # the first N columns of each table
@@ -153,7 +153,8 @@ def _table(t: dict, default_rows: list[dict]) -> PaperTable:
 def _scale(name: str, d: dict) -> Scale:
     return Scale(name, int(d["repeat"]), float(d["max_duration"]),
                  {parse_rate(k): v for k, v in d.get("rates", {}).items()},
-                 int(d.get("max_flows", 32)), d.get("rows"), d.get("tables"), d.get("columns"),
+                 int(d.get("max_flows", MAX_FLOWS)), d.get("rows"), d.get("tables"),
+                 d.get("columns"),
                  d.get("clock") and check_clock(d["clock"]))
 
 
@@ -264,8 +265,7 @@ def scaling_notes(repro: Reproduction, scale: Scale, tables: list[PaperTable]) -
     flows = sorted({n for n in map(_flows, runs) if n > scale.max_flows})
     if flows:
         notes.append(f"flows: {', '.join(map(str, flows))} → {scale.max_flows} "
-                     + ("(tcpvar runs at most 32)" if scale.max_flows >= 32 else
-                        "(this scale's limit)"))
+                     + f"(this scale's limit; tcpvar runs up to {MAX_FLOWS})")
     notes.append(f"repeats: {scale.repeat} per cell (the paper: {repro.paper_repeats})")
     if scale.rows:
         notes.append(f"rows: {', '.join(scale.rows)} only")

@@ -96,10 +96,19 @@ static __always_inline void note_unseen(struct sock *sk, struct tcp_sock *tp,
 	*last = now;
 }
 
-/* a bitmap rather than a list: one lookup per event, however many flows */
+/*
+ * A bitmap rather than a list: one lookup per event, however many flows.
+ * The mask bounds the index for verifiers that lose a port's range through
+ * its byte swap (6.1's); the empty asm keeps the compiler, which knows the
+ * range, from dropping it.
+ */
 static __always_inline bool port_set(__u16 port)
 {
-	return port_bits[port >> 3] & (1 << (port & 7));
+	__u32 byte = port >> 3;
+
+	asm volatile("" : "+r"(byte));
+	byte &= sizeof(port_bits) - 1;
+	return port_bits[byte] & (1 << (port & 7));
 }
 
 static __always_inline bool port_match(__u16 sport, __u16 dport)
