@@ -36,7 +36,8 @@ def test_every_flow_ran_where_the_manifest_says(many):
     for f in m["flows"]:
         report = json.loads((run_dir / f"iperf-{f['flow']}.json").read_text())
         (conn,) = report["start"]["connected"]
-        ends = ((conn["local_host"], conn["local_port"]), (conn["remote_host"], conn["remote_port"]))
+        ends = ((conn["local_host"], conn["local_port"]),
+                (conn["remote_host"], conn["remote_port"]))
         assert ends == ((f["src_addr"], f["src_port"]), (f["dst_addr"], f["dst_port"]))
         assert report["end"]["sum_received"]["bytes"] > 0
         seen |= set(ends)
