@@ -30,6 +30,7 @@ from .netns import Processes, delete_namespaces, existing_namespaces, run, run_b
 # offloads that merge or split segments: off, the captures show the packets of
 # the emulated wire and the qdiscs queue real packets, not super-packets
 OFFLOADS = ("tso", "gso", "gro", "lro")
+LINKS_PER_BATCH = 200
 
 
 def new_tag() -> str:
@@ -129,7 +130,10 @@ class Testbed:
         finally:        # those made before a failure are ours to remove
             made = set(existing_namespaces(self.prefix))
             self.namespaces += [ns for ns in planned if ns in made]
-        run_batch(["ip"], self._links)
+        # `ip` keeps each namespace it names open until it exits: two per
+        # link, so a batch stays below the common limit of 1024 open files
+        for k in range(0, len(self._links), LINKS_PER_BATCH):
+            run_batch(["ip"], self._links[k:k + LINKS_PER_BATCH])
         for k, node in enumerate(self._nodes.values()):
             if progress:
                 progress(Progress(phase, k + 1, len(self._nodes), "nodes"))
