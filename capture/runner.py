@@ -92,11 +92,11 @@ class FlowEndpoints:
 def endpoints(flow: Flow, base: int, span: int) -> FlowEndpoints:
     """Flow @flow's addresses and ports: the client's port base+span+i, the
     server's base+i, unique to the flow in either role."""
-    ends = [(Dumbbell.sender_addr(flow.flow), base + span + flow.flow),
-            (Dumbbell.receiver_addr(flow.flow), base + flow.flow)]
+    i = flow.flow
+    client, server = Dumbbell.sender_addr(i), Dumbbell.receiver_addr(i)
     if flow.reverse:
-        ends[0], ends[1] = (ends[1][0], ends[0][1]), (ends[0][0], ends[1][1])
-    return FlowEndpoints(flow, *ends[0], *ends[1])
+        client, server = server, client
+    return FlowEndpoints(flow, client, base + span + i, server, base + i)
 
 
 def port_span(flows: int) -> int:
@@ -152,7 +152,7 @@ class Run:
     # -- the whole run -----------------------------------------------------
     def execute(self) -> dict:
         need_root()
-        need_tools(*TESTBED_TOOLS, *["mergecap"] * bool(self.params.reverse))
+        need_tools(*TESTBED_TOOLS, *(["mergecap"] if self.params.reverse else []))
         load_variants(self.params.needed_ccs())
         check_mechanisms(self.params)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -199,7 +199,8 @@ class Run:
             self.net.shape_reverse(p.shaper, p.reverse_bps,
                                    bottleneck_queue(p, p.reverse_bps))
         self.net.delay_flows({fe.flow.flow: fe.flow.rtt_ms - p.rtt_ms for fe in self.flows},
-                             netem_limit, frozenset(f.flow for f in p.flow_plan() if f.reverse))
+                             netem_limit,
+                             frozenset(fe.flow.flow for fe in self.flows if fe.flow.reverse))
         self.manifest["topology"] = {
             "namespaces": list(self.net.namespaces), "bdp_packets": round(bdp_pkts, 1),
             "netem_limit": netem_limit, "offloads_off": list(OFFLOADS),

@@ -45,9 +45,6 @@ class Dumbbell(Testbed):
     def sender(self, i: int) -> str:
         return self.ns(f"s{i}")
 
-    def receiver(self, i: int) -> str:
-        return self.ns(f"d{i}")
-
     @staticmethod
     def sender_addr(i: int) -> str:
         return host_addr("198.18", i)
