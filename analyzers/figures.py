@@ -416,21 +416,24 @@ def _iperf3(con, s: Subject, x: Sender) -> list[tuple[float, float, float]]:
 
 def _fairness(con, s: Subject, w: Window, bin_s: float | None) -> dict:
     """Jain's index per bin over the senders, in the bins where all of them
-    sent (a flow not started yet is not treated unfairly)."""
+    sent (a flow not started yet is not treated unfairly); with reverse
+    flows, over the forward ones, which share a bottleneck (as the
+    summary's index)."""
     bin_s = bin_s or default_bin_s(s, w)
-    if len(s.senders) < 2:
-        return {"bin_s": bin_s, "jain": [], "labels": [x.label for x in s.senders],
+    senders = [x for x in s.senders if not x.reverse] or s.senders
+    if len(senders) < 2:
+        return {"bin_s": bin_s, "jain": [], "labels": [x.label for x in senders],
                 "empty": "Jain's index needs two flows or more (add --conn)"}
     per = _throughput_rows(con, s, w, bin_s)
     series = [dict((t, good) for t, _, good in per.get((x.conn, x.dir), []))
-              for x in s.senders]
+              for x in senders]
     if not all(series):
-        return {"bin_s": bin_s, "jain": [], "labels": [x.label for x in s.senders],
+        return {"bin_s": bin_s, "jain": [], "labels": [x.label for x in senders],
                 "empty": "not every flow sent data in the window"}
     lo, hi = max(min(x) for x in series), min(max(x) for x in series)
     bins = sorted(t for t in set().union(*series) if lo <= t <= hi)
     points = [(t, jain(x.get(t, 0.0) for x in series)) for t in bins]
-    return {"bin_s": bin_s, "labels": [x.label for x in s.senders],
+    return {"bin_s": bin_s, "labels": [x.label for x in senders],
             "jain": [(t, j) for t, j in points if j is not None],
             "empty": None if bins else "the flows never sent at the same time"}
 

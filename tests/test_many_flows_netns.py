@@ -61,3 +61,22 @@ def test_the_probe_records_every_flow(many):
         sender = (f["src_addr"], f["src_port"])
         assert 0.5 * acks[sender] < events[sender] <= acks[sender] + 5, (f["flow"], sender)
     assert many["probe_events"] == sum(events.values())
+
+
+def test_jain_is_over_the_flows_of_each_bottleneck(many):
+    """Jain's index by hand over iperf3's own rates (its reports'
+    sum_received): the summary's is the forward flows', and the reverse
+    flows' is their own; all 64 together would be neither."""
+    run_dir = Path(many["dir"])
+    m = json.loads((run_dir / "manifest.json").read_text())
+    rates: dict[str, list[float]] = {"forward": [], "reverse": []}
+    for f in m["flows"]:
+        report = json.loads((run_dir / f"iperf-{f['flow']}.json").read_text())
+        rates[f["direction"]].append(report["end"]["sum_received"]["bits_per_second"])
+
+    def jain(xs):
+        return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+    assert many["jain"]["iperf3"] == pytest.approx(jain(rates["forward"]), rel=1e-9)
+    assert many["jain_reverse"]["iperf3"] == pytest.approx(jain(rates["reverse"]), rel=1e-9)
+    assert jain(rates["forward"] + rates["reverse"]) != pytest.approx(many["jain"]["iperf3"])
