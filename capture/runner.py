@@ -438,11 +438,11 @@ class Run:
         """Each capture's drops, its reverse part's with them."""
         out = {}
         for name in layout.CAPTURES:
-            for part in (name, name + REVERSE):
-                if (log := self.work / layout.tcpdump_log(part)).exists():
-                    dropped = traffic.tcpdump_stats(log)["dropped_by_kernel"]
-                    out[name] = None if dropped is None or out.get(name, 0) is None \
-                        else out.get(name, 0) + dropped
+            counts = [traffic.tcpdump_stats(log)["dropped_by_kernel"]
+                      for part in (name, name + REVERSE)
+                      if (log := self.work / layout.tcpdump_log(part)).exists()]
+            if counts:      # None: a part that never said
+                out[name] = None if None in counts else sum(counts)
         return out
 
     # -- bookkeeping -----------------------------------------------------------

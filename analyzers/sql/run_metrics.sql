@@ -22,7 +22,10 @@
 -- carried ECN-capable packets).
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
-    SELECT r.*, f.direction FROM flow_rates r JOIN flows f USING (run_id, flow)
+    -- forward: the flow shares the forward bottleneck (runs before
+    -- --reverse have no direction)
+    SELECT r.*, f.direction IS DISTINCT FROM 'reverse' AS forward
+    FROM flow_rates r JOIN flows f USING (run_id, flow)
     WHERE list_contains($run_ids::INTEGER[], r.run_id)
 ), span AS (
     SELECT run_id, (max(data_last_ns) - min(data_first_ns)) / 1e9 AS span_s
@@ -62,11 +65,10 @@ SELECT run_id,
        avg(rtt_avg_ms) AS rtt_ms,
        any_value(rtt.rtt_p95_ms) AS rtt_p95_ms,
        -- over the forward flows: those that share the (forward) bottleneck
-       CASE WHEN count(*) FILTER (WHERE direction IS DISTINCT FROM 'reverse') > 1
-            THEN sum(goodput_bps) FILTER (WHERE direction IS DISTINCT FROM 'reverse') ^ 2
-                 / nullif(count(*) FILTER (WHERE direction IS DISTINCT FROM 'reverse')
-                          * sum(goodput_bps ^ 2) FILTER (WHERE direction IS DISTINCT FROM
-                                                         'reverse'), 0) END AS jain,
+       CASE WHEN count(*) FILTER (WHERE forward) > 1
+            THEN sum(goodput_bps) FILTER (WHERE forward) ^ 2
+                 / nullif(count(*) FILTER (WHERE forward)
+                          * sum(goodput_bps ^ 2) FILTER (WHERE forward), 0) END AS jain,
        CASE WHEN any_value(mode) = 'friendliness'
             THEN avg(goodput_bps) FILTER (WHERE role = 'test')
                  / nullif(max(goodput_bps) FILTER (WHERE role = 'background'), 0) END
@@ -75,7 +77,7 @@ SELECT run_id,
        CASE WHEN bool_or(role = 'background')
             THEN avg(iperf_bps) FILTER (WHERE role = 'test') / 1e6 END AS test_mbps,
        avg(iperf_bps) / 1e6 AS flow_mbps,
-       100 * 8 * sum(data_bytes) FILTER (WHERE direction IS DISTINCT FROM 'reverse')
+       100 * 8 * sum(data_bytes) FILTER (WHERE forward)
            / nullif(any_value(span.span_s), 0) / any_value(bw_bps) AS utilization_pct,
        any_value(queue.bottleneck_drops) AS bottleneck_drops,
        any_value(queue.bottleneck_marks) AS bottleneck_marks,
