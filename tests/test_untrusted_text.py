@@ -99,6 +99,8 @@ MANIFESTS = {
                            "flows[0].direction: \"sideways\\u001b[2J\" is neither forward"),
     "reverse flows negative": (lambda m: m["params"].update(reverse=-1),
                                "params.reverse: -1 is"),
+    "reverse rate NaN": (lambda m: m["params"].update(bw_reverse_bps=float("nan")),
+                         "params.bw_reverse_bps: NaN is"),
 }
 
 
