@@ -69,6 +69,9 @@ KEYS = {
     "reverse": lambda p: p.get("reverse", 0),
     "bw_reverse": lambda p: f"{p['bw_reverse_bps'] / 1e6:g}mbit" if p.get("bw_reverse_bps")
     else None,
+    "topology": lambda p: p.get("topology", "dumbbell"),
+    "hops": lambda p: p.get("hops", 1),
+    "cross": lambda p: p.get("cross", 0),
 }
 RUN_COLUMNS = ("study", "backend", "kernel")     # keys read from the runs table itself
 

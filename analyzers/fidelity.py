@@ -150,8 +150,12 @@ def reasons(row: dict) -> list[str]:
     """A short reason per failed item."""
     out = []
     if row["bottleneck_status"] == FAIL:
+        steps = row.get("bottleneck_steps") or []
+        steps = json.loads(steps) if isinstance(steps, str) else steps
+        hops = sorted({s["hop"] for s in steps if s.get("hop") and s["status"] == FAIL})
         out.append(f"bottleneck {row['bottleneck_mbps']:.4g} of "
-                   f"{row['bottleneck_asked_mbps']:.4g} Mbit/s while backlogged")
+                   f"{row['bottleneck_asked_mbps']:.4g} Mbit/s while backlogged"
+                   + (f" (failed at hop {', '.join(map(str, hops))})" if hops else ""))
     if row["rtt_status"] == FAIL:
         out.append(f"min RTT {row['rtt_min_ms']:.3g} ms, outside {row['rtt_low_ms']:.3g}-"
                    f"{row['rtt_high_ms']:.3g} ms for --rtt {row['rtt_asked_ms']:g}")
@@ -186,20 +190,48 @@ def _steps(p: dict) -> list[tuple[float, float]]:
 
 
 def _bottleneck(con, run: dict, p: dict) -> dict:
+    """The service rate of the bottleneck, or of each hop of a parking lot
+    (its steps then name their hop), judged per step of the schedule."""
     out = {"bottleneck_status": UNKNOWN, "bottleneck_mbps": None, "bottleneck_asked_mbps": None,
            "backlogged_departures": None, "bottleneck_steps": None}
-    if run["sender_capture"] is None or run["bottleneck_capture"] is None or not p \
-            or run["started_ns"] is None:
+    if not p or run["started_ns"] is None:
         return out
-    steps = _steps(p)
+    hops = con.execute("SELECT hop, arrivals_capture, departures_capture FROM hops "
+                       "WHERE run_id = $1 ORDER BY hop", [run["run_id"]]).fetchall()
+    if not hops:
+        hops = [(None, run["sender_capture"], run["bottleneck_capture"])]
     # with reverse flows the bottleneck capture holds both bottlenecks'
     # departures: the forward one's are the packets sent from the left, a
     # forward flow's client's port or a reverse flow's server's
     rightward = [port for port, in con.execute(
         "SELECT if(direction = 'reverse', dst_port, src_port) FROM flows WHERE run_id = $1",
         [run["run_id"]]).fetchall()] if p.get("reverse") else None
+    shown = []
+    for hop, arrivals, departures in hops:
+        if arrivals is None or departures is None:
+            return out
+        shown += [{**({"hop": hop} if hop else {}), **step} for step in
+                  _service(con, run, p, arrivals, departures, rightward)]
+    out["backlogged_departures"] = sum(s["departures"] for s in shown)
+    out["bottleneck_steps"] = shown
+    judged = [s for s in shown if s["status"] != NA]
+    if not judged:
+        out["bottleneck_status"] = NA
+        return out
+    worst = min(judged, key=lambda s: s["bps"] / s["asked_bps"] if s["bps"] <= s["asked_bps"]
+                else s["asked_bps"] / s["bps"])
+    out.update(bottleneck_status=FAIL if any(s["status"] == FAIL for s in judged) else PASS,
+               bottleneck_mbps=worst["bps"] / 1e6, bottleneck_asked_mbps=worst["asked_bps"] / 1e6)
+    return out
+
+
+def _service(con, run: dict, p: dict, arrivals: int, departures: int,
+             rightward: list[int] | None) -> list[dict]:
+    """Per step of the schedule, the rate of the queue between capture
+    @arrivals (what entered its router) and @departures (what left it)."""
+    steps = _steps(p)
     rows = con.execute(sql("fidelity_service"), {
-        "sender": run["sender_capture"], "bottleneck": run["bottleneck_capture"],
+        "sender": arrivals, "bottleneck": departures,
         "rightward": rightward, "charged_after": p.get("shaper", "htb") == "htb",
         "started_ns": run["started_ns"], "starts": [t for t, _ in steps],
         "guard_before": STEP_GUARD_S[0], "guard_after": STEP_GUARD_S[1]}).fetchall()
@@ -214,27 +246,18 @@ def _bottleneck(con, run: dict, p: dict) -> dict:
             status = PASS if RATE_LOW <= bps / asked <= RATE_HIGH else FAIL
         shown.append({"t_s": t_s, "asked_bps": asked, "bps": bps, "departures": n,
                       "status": status})
-    out["backlogged_departures"] = sum(s["departures"] for s in shown)
-    out["bottleneck_steps"] = shown
-    judged = [s for s in shown if s["status"] != NA]
-    if not judged:
-        out["bottleneck_status"] = NA
-        return out
-    worst = min(judged, key=lambda s: s["bps"] / s["asked_bps"] if s["bps"] <= s["asked_bps"]
-                else s["asked_bps"] / s["bps"])
-    out.update(bottleneck_status=FAIL if any(s["status"] == FAIL for s in judged) else PASS,
-               bottleneck_mbps=worst["bps"] / 1e6, bottleneck_asked_mbps=worst["asked_bps"] / 1e6)
-    return out
+    return shown
 
 
 def rtt_range(p: dict) -> tuple[float, float]:
     """The range (ms) a run's minimum RTT should fall in: netem delays each
     direction by half of --rtt (jitter on the forward one), and a sample
     taken at the bottleneck router includes the data packet's own time
-    through the shaper."""
+    through the shaper, or a parking lot's shapers."""
     rtt, jitter = float(p["rtt_ms"]), float(p.get("jitter_ms") or 0.0)
     slowest = min(bw for _, bw in _steps(p))
-    frame_ms = 8e3 * FRAME_BYTES / slowest if slowest > 0 else 0.0
+    # a frame's time through each hop's shaper (a parking lot's every hop)
+    frame_ms = (p.get("hops") or 1) * 8e3 * FRAME_BYTES / slowest if slowest > 0 else 0.0
     return (max(0.0, rtt - jitter - RTT_BELOW_MS),
             rtt + jitter + max(RTT_ABOVE_MS, RTT_ABOVE_FRAC * rtt) + frame_ms)
 

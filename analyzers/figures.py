@@ -35,6 +35,7 @@ class Sender:
     bottleneck: tuple[int, int] | None = None   # (conn, dir) in the bottleneck capture
     iperf_start_ns: int | None = None   # first data packet: iperf3's interval 0
     reverse: bool = False               # through the reverse bottleneck
+    hop: int | None = None              # a parking lot's cross flow: its one hop
 
 
 @dataclass
@@ -109,7 +110,7 @@ def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
                       [sender_capture])
     rows = con.execute(
         "SELECT f.flow, f.role, f.cc, f.src_port, f.dst_port, f.conn, c.a_port, "
-        "  s.rtt_avg_ms, s.data_first_ns, f.direction = 'reverse' "
+        "  s.rtt_avg_ms, s.data_first_ns, f.direction = 'reverse', f.hop "
         "FROM flows f JOIN connections c ON c.capture_id = $2 AND c.conn = f.conn "
         "JOIN conn_stats s ON s.capture_id = $2 AND s.conn = f.conn "
         "  AND s.dir = CASE WHEN c.a_port = f.src_port THEN 0 ELSE 1 END "
@@ -120,14 +121,15 @@ def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
         raise UsageError(f"run {run_id} has no flow {missing[0]} "
                          f"(its flows: {', '.join(map(str, sorted(known))) or 'none'})")
     senders = []
-    for flow, role, cc, sport, dport, conn, a_port, rtt, data_first, reverse in rows:
+    for flow, role, cc, sport, dport, conn, a_port, rtt, data_first, reverse, hop in rows:
         if picked and flow not in picked:
             continue
-        label = f"flow {flow} {cc} ({role}{', reverse' if reverse else ''})"
+        label = f"flow {flow} {cc} ({role}{', reverse' if reverse else ''}" \
+                f"{f', hop {hop}' if hop else ''})"
         senders.append(Sender(label, conn, 0 if a_port == sport else 1,
                               flow=flow, rtt_ms=rtt, iperf_start_ns=data_first,
                               bottleneck=_bottleneck_conn(con, bottleneck, sport, dport),
-                              reverse=bool(reverse)))
+                              reverse=bool(reverse), hop=hop))
     probe = bool(one(con, "SELECT count(*) > 0 FROM probe_events "
                           "WHERE run_id = $1 AND side = 'sender'", [run_id])[0])
     return Subject(name, _run_title(name, params, backend, kernel, rows),
@@ -163,6 +165,8 @@ def _run_title(name: str, p: dict, backend, kernel, rows) -> str:
     if p.get("reverse") or p.get("bw_reverse_bps"):
         back = p.get("bw_reverse_bps") or p.get("bw_bps") or 0
         parts.append(f"{p.get('reverse') or 0} reverse at {back / 1e6:g} Mbit/s")
+    if p.get("topology") == "parking-lot":
+        parts.append(f"parking lot of {p.get('hops')} hops")
     if p.get("jitter_ms"):
         parts.append(f"jitter {p['jitter_ms']:g} ms")
     if p.get("aqm"):
@@ -392,13 +396,16 @@ def _throughput(con, s: Subject, w: Window, bin_s: float | None) -> dict:
     for x in s.senders:
         rows = per.get((x.conn, x.dir), [])
         for t, _, good in rows:
-            if not x.reverse:       # the total is the forward bottleneck's, as its rate
+            # the total is one bottleneck's, as its rate: the forward one's,
+            # a parking lot's first hop's
+            if not x.reverse and x.hop in (None, 1):
                 total[t] = total.get(t, 0.0) + good
         out.append({"label": x.label, "goodput": [(t, good) for t, _, good in rows],
                     "iperf3": _iperf3(con, s, x)})
-    forward = sum(not x.reverse for x in s.senders)
+    whose = "hop 1" if any(x.hop for x in s.senders) else \
+        "forward" if any(x.reverse for x in s.senders) else None
     return {"bin_s": bin_s, "senders": out, "total": sorted(total.items()),
-            "total_label": "total" if forward == len(s.senders) else "total (forward)",
+            "total_label": f"total ({whose})" if whose else "total",
             "rate": s.rate, "empty": None if out and any(o["goodput"] for o in out)
             else "no data packets in the window"}
 

@@ -40,6 +40,10 @@ def run_summary(con, run_id: int) -> dict:
     doc["flows"] = [_flow(dict(zip(names, r))) for r in cur.fetchall()]
     doc["bottleneck"] = _bottleneck(con, run_id)
     doc["reverse_bottleneck"] = _bottleneck(con, run_id, "rr")
+    # a parking lot's queues, hop by hop (hop 1's is the bottleneck above)
+    doc["hops"] = [{"hop": hop, "router": router, "queue": _bottleneck(con, run_id, router)}
+                   for hop, router in con.execute("SELECT hop, router FROM hops WHERE "
+                                                  "run_id = $1 ORDER BY hop", [run_id]).fetchall()]
     # fairness among the flows that share a bottleneck: each direction's own
     doc["jain"] = _jain(con, doc, "forward")
     doc["jain_reverse"] = _jain(con, doc, "reverse")
@@ -55,6 +59,7 @@ def _flow(r: dict) -> dict:
         "src": f"{r['src_addr']}:{r['src_port']}", "dst": f"{r['dst_addr']}:{r['dst_port']}",
         "start_s": r["start_s"], "duration_s": r["duration_s"], "conn": r["conn"],
         "base_rtt_ms": r["base_rtt_ms"], "direction": r["direction"] or "forward",
+        "hop": r["hop"],
         "ecn": {"asked": bool(r["ecn"]), "ect_packets": r["ect_packets"],
                 "ce_packets": r["ce_packets"], "ece_packets": r["ece_packets"],
                 "cwr_packets": r["cwr_packets"]},

@@ -26,6 +26,7 @@ MAX_JSON_BYTES = 64 << 20
 # steps of a bandwidth schedule (`--bw-schedule`, a study's bw_schedule, a
 # manifest's params.schedule); the seed papers' have 3
 MAX_SCHEDULE_STEPS = 1000
+MAX_HOPS = 8                    # a parking lot's bottlenecks (`--hops`)
 _BIGINT = 1 << 63               # the store's BIGINT columns
 _INTEGER = 1 << 31              # and its INTEGER ones
 
@@ -181,6 +182,7 @@ PARAMS = {      # capture/params.py RunParams.to_json()
     "aqm": (_TEXT, False), "aqm_params": (_OBJ, False),      # and before --aqm
     "ecn": (_LIST, False), "flow_rtts_ms": (_LIST, False),   # --ecn, --rtt lists
     "reverse": (_CNT, False), "bw_reverse_bps": (_NUM, False),   # --reverse, --bw-reverse
+    "topology": (_TEXT, False), "hops": (_POS, False), "cross": (_CNT, False),  # parking lot
 }
 BUFFER = {"text": (_TEXT, True), "packets": (_CNT, False), "bytes": (_CNT, False)}
 STEP = {"t_s": (_NUM, True), "bw_bps": (_NUM, True)}
@@ -190,6 +192,7 @@ FLOW = {        # run_folder.FLOW_KEYS, each with its type
     "dst_port": (_PORT, True), "start_s": (_NUM, True), "duration_s": (_NUM, True),
     "rtt_ms": (_NUM, False), "ecn": (_BOOL, False),     # runs before --rtt lists lack them
     "direction": (_TEXT, False),                        # and before --reverse
+    "hop": (_POS, False),                               # a parking lot's cross flow
 }
 PROBE = {"source": (_TEXT, False), "reason": (_TEXT, False), "events": (_CNT, False),
          "lost": (_CNT, False), "error": (_TEXT, False)}
@@ -250,6 +253,11 @@ def _params(p: dict) -> None:
     for k, v in (p.get("aqm_params") or {}).items():
         if v is not None and not isinstance(v, str):
             raise _Bad(f"params.aqm_params.{k}: {_shown(v)} is not a text")
+    if p.get("topology", "dumbbell") not in ("dumbbell", "parking-lot"):
+        raise _Bad(f"params.topology: {_shown(p['topology'])} is neither dumbbell nor "
+                   f"parking-lot")
+    if p.get("hops", 1) > MAX_HOPS:      # each hop's captures are read
+        raise _Bad(f"params.hops: {p['hops']}, more than a parking lot may have ({MAX_HOPS})")
     if len(p["schedule"]) > MAX_SCHEDULE_STEPS:
         raise _Bad(f"params.schedule: {len(p['schedule'])} steps, more than a bandwidth "
                    f"schedule may have ({MAX_SCHEDULE_STEPS})")
@@ -269,6 +277,8 @@ def _flows(flows: list) -> None:
         _fields(f, FLOW, where + ".")
         if f["flow"] in numbers:
             raise _Bad(f"{where}.flow: flow {f['flow']} is there twice")
+        if (f.get("hop") or 0) > MAX_HOPS:
+            raise _Bad(f"{where}.hop: {f['hop']}, more than a parking lot has ({MAX_HOPS})")
         if f.get("direction", "forward") not in ("forward", "reverse"):
             raise _Bad(f"{where}.direction: {_shown(f['direction'])} is neither forward "
                        f"nor reverse")

@@ -8,7 +8,12 @@ only.
                            (what the senders sent, and the ACKs that came back);
                            a reverse flow's at its own first router, rr
   bottleneck.pcap          headers of what left the bottleneck queue (a reverse
-                           flow's: the reverse bottleneck's)
+                           flow's: the reverse bottleneck's; in a parking lot,
+                           each flow's last hop's)
+  hop<k>.pcap              a parking lot's: what left hop k's queue
+  hop<k>-in.pcap           and what entered hop k's router (k > 1; hop 1's is
+                           sender.pcap, which holds each flow where it enters
+                           its first hop)
   <name>.tcpdump.log       each capture's tcpdump messages and closing counts
   tcp_probe.csv/.json      tcp_probe events of the flows (probe_record.py)
   iperf-<flow>.json        iperf3 client report (sender side), .err its messages
@@ -39,12 +44,24 @@ FIGURES = "figures"                       # its figures, KIND.png
 
 # what each flow of a manifest needs to be loaded
 FLOW_KEYS = ("flow", "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",
-             "duration_s", "rtt_ms", "ecn", "direction")
+             "duration_s", "rtt_ms", "ecn", "direction", "hop")
 assert set(FLOW_KEYS) == set(checks.FLOW)     # with their types
 
 
 def pcap(name: str) -> str:
     return f"{name}.pcap"
+
+
+def hop_capture(hop: int, arrivals: bool = False) -> str:
+    """The name of a parking lot's capture of hop @hop: what left its queue,
+    or what entered its router."""
+    return f"hop{hop}{'-in' if arrivals else ''}"
+
+
+def hop_router(hop: int) -> str:
+    """The router whose link to the next holds hop @hop's queue: rl, then a
+    parking lot's p1, p2 .. (its hop k leads to p<k>)."""
+    return "rl" if hop == 1 else f"p{hop - 1}"
 
 
 def tcpdump_log(name: str) -> str:

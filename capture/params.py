@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-from tcpvar.artefacts.checks import MAX_SCHEDULE_STEPS
+from tcpvar.artefacts.checks import MAX_HOPS, MAX_SCHEDULE_STEPS
 from tcpvar.errors import UsageError
 
 from . import aqm as aqms
@@ -21,6 +21,7 @@ PAPER_VARIANTS = ("bic", "cubic", "highspeed", "htcp", "hybla", "illinois", "lp"
 MTU = 1500
 MAX_RTT_MS = 10_000.0
 MAX_FLOWS = 256
+TOPOLOGIES = ("dumbbell", "parking-lot")
 # variants that ask for ECN on every connection whatever net.ipv4.tcp_ecn says
 ECN_VARIANTS = ("dctcp",)
 # runs one session or study plans at most (--repeat, a study's cells x
@@ -106,6 +107,7 @@ class Flow:
     rtt_ms: float              # its path's base RTT
     ecn: bool                  # its sender asks for ECN
     reverse: bool = False      # it sends from d<i> to s<i>, through the reverse bottleneck
+    hop: int | None = None     # a parking lot's cross flow through this hop only; None: all
 
     @property
     def direction(self) -> str:
@@ -139,6 +141,15 @@ class RunParams:
     flow_rtts_ms: list[float] = field(default_factory=list)   # per flow; [] all rtt_ms
     reverse: int = 0                   # the last N flows send the other way
     bw_reverse_bps: float | None = None     # the reverse bottleneck's rate; None: --bw
+    topology: str = "dumbbell"         # or "parking-lot": `hops` bottlenecks in a row
+    hops: int = 1
+    cross: int = 0                     # a parking lot's cross flows per hop, the last ones
+
+    def cross_hop(self, i: int) -> int | None:
+        """The hop flow @i (0-based) crosses alone, if it is a cross flow:
+        the last hops x cross flows, `cross` to a hop, hop 1's first."""
+        first = self.flows - self.hops * self.cross
+        return None if i < first or not self.cross else (i - first) // self.cross + 1
 
     @property
     def reverse_bottleneck(self) -> bool:
@@ -179,7 +190,8 @@ class RunParams:
             role = "background" if self.mode != "single" and i == 0 else "test"
             rtt = self.flow_rtts_ms[i] if self.flow_rtts_ms else self.rtt_ms
             out.append(Flow(i + 1, cc, role, start, self.duration_s - start, rtt,
-                            bool(self.ecn) and self.ecn[i], i >= self.flows - self.reverse))
+                            bool(self.ecn) and self.ecn[i], i >= self.flows - self.reverse,
+                            self.cross_hop(i)))
         return out
 
     @property
@@ -237,6 +249,9 @@ class RunParams:
         d.setdefault("clock", "auto")       # and before --clock
         d.setdefault("reverse", 0)          # and before --reverse
         d.setdefault("bw_reverse_bps", None)
+        d.setdefault("topology", "dumbbell")    # and before the parking lot
+        d.setdefault("hops", 1)
+        d.setdefault("cross", 0)
         return cls(**d)
 
 
@@ -275,7 +290,8 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
                 ngwa: int | None = None, wbrto: str | None = None,
                 wbrto_unit_ms: int = 1000, clock: str = "auto", aqm: str | None = None,
                 aqm_params: str | None = None, ecn: str | None = None, reverse: int = 0,
-                bw_reverse: str | None = None) -> RunParams:
+                bw_reverse: str | None = None, topology: str = "dumbbell",
+                hops: int | None = None, cross: int | None = None) -> RunParams:
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
@@ -287,8 +303,10 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
         raise UsageError(f"duration {duration_s:g} s must be above 0 and at most a day")
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r} (one of {', '.join(MODES)})")
+    hops, cross = _hops(topology, hops, cross)
     if flows is None:
-        flows = max(len(ccs) + (mode == "friendliness"), 1 if mode == "single" else 2)
+        flows = max(len(ccs) + (mode == "friendliness"), 1 if mode == "single" else 2,
+                    1 + hops * cross)
     if not 1 <= flows <= MAX_FLOWS:
         raise UsageError(f"--flows {flows}: tcpvar runs 1 to {MAX_FLOWS} flows")
     if mode != "single" and flows < 2:
@@ -331,10 +349,39 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
         duration_s=duration_s, flows=flows, mode=mode, start_gap_s=start_gap_s,
         schedule=steps, repeat=repeat, seed=seed, shaper=shaper, ngwa_mode=ngwa, wbrto=wbrto,
         wbrto_unit_ms=wbrto_unit_ms, clock=clock,
-        flow_rtts_ms=rtts if len(set(rtts)) > 1 else [])
+        flow_rtts_ms=rtts if len(set(rtts)) > 1 else [], topology=topology, hops=hops,
+        cross=cross)
+    _cross_flows(params)
     _reverse(params, reverse, bw_reverse)
     _queue_and_ecn(params, aqm, aqm_params, ecn)
     return params
+
+
+def _hops(topology: str, hops: int | None, cross: int | None) -> tuple[int, int]:
+    """--topology, --hops and --cross, checked: (hops, cross flows per hop)."""
+    if topology not in TOPOLOGIES:
+        raise UsageError(f"--topology {topology!r}: one of {', '.join(TOPOLOGIES)}")
+    if topology == "dumbbell":
+        if hops not in (None, 1) or cross:
+            raise UsageError("--hops and --cross: for --topology parking-lot; the dumbbell "
+                             "has one bottleneck")
+        return 1, 0
+    hops = 2 if hops is None else hops
+    cross = 1 if cross is None else cross
+    if not 2 <= hops <= MAX_HOPS:
+        raise UsageError(f"--hops {hops}: a parking lot has 2 to {MAX_HOPS} bottlenecks")
+    if not 1 <= cross <= MAX_FLOWS:
+        raise UsageError(f"--cross {cross}: at least one cross flow per hop")
+    return hops, cross
+
+
+def _cross_flows(params: RunParams) -> None:
+    """A parking lot keeps at least one flow through every hop."""
+    if params.topology == "parking-lot" and params.flows <= params.hops * params.cross:
+        raise UsageError(f"--flows {params.flows}: a parking lot of {params.hops} hops with "
+                         f"{params.cross} cross flow(s) each needs at least "
+                         f"{params.hops * params.cross + 1} flows (the first ones cross "
+                         f"every hop)")
 
 
 def _reverse(params: RunParams, reverse: int, bw_reverse: str | None) -> None:
@@ -347,6 +394,11 @@ def _reverse(params: RunParams, reverse: int, bw_reverse: str | None) -> None:
     if params.reverse_bottleneck and params.ngwa_mode is not None:
         raise UsageError("--reverse and --bw-reverse: the ngwa qdisc is the forward "
                          "bottleneck's only; run NGWA one way")
+    if params.reverse_bottleneck and params.topology != "dumbbell":
+        raise UsageError("--reverse and --bw-reverse: the dumbbell's only; a parking lot's "
+                         "flows all go one way")
+    if params.ngwa_mode is not None and params.topology != "dumbbell":
+        raise UsageError("--ngwa: the dumbbell's only (one ngwa qdisc)")
 
 
 def _queue_and_ecn(params: RunParams, aqm: str | None, aqm_params: str | None,

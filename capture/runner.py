@@ -141,18 +141,21 @@ class Run:
         self.repetition = repetition
         self.backend = backend
         self.progress: Reporter = progress or ignore
-        self.net = Dumbbell(tag, params.flows)
+        self.net = Dumbbell(tag, params.flows, params.hops,
+                            {f.flow: f.hop for f in params.flow_plan() if f.hop})
         self.procs = self.net.procs
         base = port_base(params.seed + repetition, tag, params.flows)
         self.flows = [endpoints(f, base, port_span(params.flows)) for f in params.flow_plan()]
         self.manifest: dict = {}
         self.recorder = None
+        self.captures: list[str] = []       # the tcpdumps started, by capture name
         self.softnet0: int | None = None
 
     # -- the whole run -----------------------------------------------------
     def execute(self) -> dict:
         need_root()
-        need_tools(*TESTBED_TOOLS, *(["mergecap"] if self.params.reverse else []))
+        need_tools(*TESTBED_TOOLS,
+                   *(["mergecap"] if self.params.reverse or self.params.hops > 1 else []))
         load_variants(self.params.needed_ccs())
         check_mechanisms(self.params)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -188,7 +191,7 @@ class Run:
         p = self.params
         if self.backend == "vm":
             _widen_backlog()
-        self._phase("building the dumbbell")
+        self._phase("building the " + ("dumbbell" if p.hops == 1 else "parking lot"))
         self.net.create(host_sysctls(p), self.progress, own_sysctls={
             fe.client: {"net.ipv4.tcp_ecn": "1"} for fe in self.flows if fe.flow.ecn})
         bdp_pkts = p.bw_bps * p.mean_rtt_ms / 8000 / MTU
@@ -198,7 +201,9 @@ class Run:
         if p.reverse_bottleneck:
             self.net.shape_reverse(p.shaper, p.reverse_bps,
                                    bottleneck_queue(p, p.reverse_bps))
-        self.net.delay_flows({fe.flow.flow: fe.flow.rtt_ms - p.rtt_ms for fe in self.flows},
+        # a cross flow passes no shared delay: its whole RTT is its own
+        self.net.delay_flows({fe.flow.flow: fe.flow.rtt_ms - (0 if fe.flow.hop else p.rtt_ms)
+                              for fe in self.flows},
                              netem_limit,
                              frozenset(fe.flow.flow for fe in self.flows if fe.flow.reverse))
         self.manifest["topology"] = {
@@ -224,40 +229,67 @@ class Run:
         capture leaves them out, as it would see them a second time), and
         what leaves the reverse bottleneck (every packet passes one of the
         two bottlenecks, once). Each flow is then seen where its data enter
-        and leave its bottleneck, as a forward flow is."""
-        theirs = " or ".join(f"port {lo}" if lo == hi else f"portrange {lo}-{hi}"
-                             for lo, hi in port_runs([fe.dport for fe in self.flows
-                                                      if fe.flow.reverse]))
-        for name, role, where, only in (
-                ("sender", "rl", ["-i", "any", "-Q", "in"], f"not ({theirs})"),
-                ("bottleneck", "rl", ["-i", "right", "-Q", "out"], None),
-                ("sender" + REVERSE, "rr", ["-i", "any", "-Q", "in"], f"({theirs})"),
-                ("bottleneck" + REVERSE, "rr", ["-i", "left", "-Q", "out"], None)):
-            if role == "rr" and not theirs:
-                continue
+        and leave its bottleneck, as a forward flow is. A parking lot's hop
+        k has captures of its own, what leaves its queue (hop<k>.pcap) and,
+        beyond hop 1 (whose is sender.pcap), what enters its router
+        (hop<k>-in.pcap); sender.pcap and bottleneck.pcap are cut from them
+        at the end (_parking_lot_captures)."""
+        theirs = _port_filter(fe.dport for fe in self.flows if fe.flow.reverse)
+        plan = [("sender", "rl", ["-i", "any", "-Q", "in"], f"not ({theirs})" if theirs else None)]
+        if self.params.hops > 1:
+            for hop in range(1, self.params.hops + 1):
+                router = self.net.hop_router(hop)
+                plan.append((layout.hop_capture(hop), router, ["-i", "right", "-Q", "out"], None))
+                if hop > 1:
+                    plan.append((layout.hop_capture(hop, arrivals=True), router,
+                                 ["-i", "any", "-Q", "in"], None))
+        else:
+            plan.append(("bottleneck", "rl", ["-i", "right", "-Q", "out"], None))
+        if theirs:
+            plan += [("sender" + REVERSE, "rr", ["-i", "any", "-Q", "in"], f"({theirs})"),
+                     ("bottleneck" + REVERSE, "rr", ["-i", "left", "-Q", "out"], None)]
+        for name, role, where, only in plan:
             traffic.start_tcpdump(self.net, name, role, self.work / layout.pcap(name),
                                   [*where, "-n", "-s", str(SNAPLEN), "-B",
-                                   str(TCPDUMP_BUFFER_KIB),
-                                   f"tcp and {only}" if only and theirs else "tcp"],
+                                   str(TCPDUMP_BUFFER_KIB), f"tcp and {only}" if only else "tcp"],
                                   log=self.work / layout.tcpdump_log(name))
+        self.captures = [name for name, *_ in plan]
 
     def _merge_captures(self) -> None:
         """Each capture's reverse part into it, in time order (mergecap);
         a part that cannot be merged stays beside it, named in the
         manifest's error."""
+        if self.params.hops > 1:
+            self._parking_lot_captures()
         for name in layout.CAPTURES:
             part = self.work / layout.pcap(name + REVERSE)
-            if not part.exists():
-                continue
-            whole, merged = self.work / layout.pcap(name), self.work / f".{name}.merged.pcap"
-            done = subprocess.run(["mergecap", "-F", "pcap", "-w", str(merged), str(whole),
-                                   str(part)], capture_output=True, text=True)
-            if done.returncode != 0:
-                merged.unlink(missing_ok=True)
-                raise TestbedError(f"mergecap could not merge {part.name} into {whole.name}: "
-                                   f"{done.stderr.strip()[:200]}")
-            merged.replace(whole)
-            part.unlink()
+            if part.exists():
+                _merge(self.work / layout.pcap(name), [self.work / layout.pcap(name),
+                                                      part])
+                part.unlink()
+
+    def _parking_lot_captures(self) -> None:
+        """A parking lot's sender.pcap and bottleneck.pcap, each flow once in
+        each, where its data enter its first hop and leave its last: the
+        cross flows of hop k from hop<k>-in.pcap (beyond hop 1) and
+        hop<k>.pcap, the flows through every hop from sender.pcap and the
+        last hop's capture. The hops' own captures stay."""
+        hops = self.params.hops
+        senders, leaving = [self.work / layout.pcap("sender")], []
+        for hop in range(1, hops + 1):
+            ports = _port_filter(fe.dport for fe in self.flows if fe.flow.hop == hop)
+            departed = self.work / layout.pcap(layout.hop_capture(hop))
+            if hop == hops:
+                leaving.append(departed)
+            elif ports:
+                leaving.append(_cut(departed, ports))
+            if hop > 1 and ports:
+                senders.append(_cut(self.work / layout.pcap(layout.hop_capture(hop, True)), ports))
+        for name, parts in (("sender", senders), ("bottleneck", leaving)):
+            _merge(self.work / layout.pcap(name), parts)
+            for part in parts:
+                if part.name.startswith("."):
+                    part.unlink()
 
     def _start_probe(self) -> None:
         from . import probe
@@ -437,12 +469,13 @@ class Run:
     def _tcpdump_drops(self) -> dict:
         """Each capture's drops, its reverse part's with them."""
         out = {}
-        for name in layout.CAPTURES:
-            counts = [traffic.tcpdump_stats(log)["dropped_by_kernel"]
-                      for part in (name, name + REVERSE)
-                      if (log := self.work / layout.tcpdump_log(part)).exists()]
-            if counts:      # None: a part that never said
-                out[name] = None if None in counts else sum(counts)
+        for part in self.captures:
+            log = self.work / layout.tcpdump_log(part)
+            if not log.exists():
+                continue
+            name, n = part.removesuffix(REVERSE), traffic.tcpdump_stats(log)["dropped_by_kernel"]
+            # None: a part that never said
+            out[name] = None if None in (n, out.get(name, 0)) else out.get(name, 0) + n
         return out
 
     # -- bookkeeping -----------------------------------------------------------
@@ -462,7 +495,7 @@ class Run:
             "flows": [{"flow": fe.flow.flow, "cc": fe.flow.cc, "role": fe.flow.role,
                        "start_s": fe.flow.start_s, "duration_s": fe.flow.duration_s,
                        "rtt_ms": fe.flow.rtt_ms, "ecn": fe.flow.ecn,
-                       "direction": fe.flow.direction,
+                       "direction": fe.flow.direction, "hop": fe.flow.hop,
                        "src_addr": fe.src, "src_port": fe.sport,
                        "dst_addr": fe.dst, "dst_port": fe.dport} for fe in self.flows],
             "tools": self.tools or tool_versions(), "clock": self.clock,
@@ -516,6 +549,37 @@ def check_mechanisms(params: RunParams) -> None:
         if wanted is not None and not Path(f"/proc/sys/net/ipv4/{key}").exists():
             raise TestbedError(f"{option}: kernel {platform.release()} has no "
                                f"net.ipv4.{key} (boot the patched kernel: --kernel patched)")
+
+
+def _port_filter(ports) -> str:
+    """A tcpdump filter for packets to or from any of @ports ('' for none)."""
+    return " or ".join(f"port {lo}" if lo == hi else f"portrange {lo}-{hi}"
+                       for lo, hi in port_runs(list(ports)))
+
+
+def _cut(pcap: Path, ports: str) -> Path:
+    """The packets of @pcap to or from @ports, into a hidden file beside it."""
+    out = pcap.with_name(f".{pcap.stem}.part.pcap")
+    done = subprocess.run(["tcpdump", "-r", str(pcap), "-w", str(out), f"tcp and ({ports})"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        out.unlink(missing_ok=True)
+        raise TestbedError(f"tcpdump could not read {pcap.name}: "
+                           f"{done.stderr.strip()[:200]}")
+    return out
+
+
+def _merge(whole: Path, parts: list[Path]) -> None:
+    """@parts merged in time order into @whole (mergecap), replacing it; on
+    failure @whole and the parts stay as they were."""
+    merged = whole.with_name(f".{whole.stem}.merged.pcap")
+    done = subprocess.run(["mergecap", "-F", "pcap", "-w", str(merged), *map(str, parts)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        merged.unlink(missing_ok=True)
+        raise TestbedError(f"mergecap could not merge {', '.join(p.name for p in parts)}: "
+                           f"{done.stderr.strip()[:200]}")
+    merged.replace(whole)
 
 
 def _ss_field(text: str, pattern: str) -> float | None:

@@ -10,8 +10,19 @@ over the queue of --aqm) sits on rl's link to rd; the reverse bottleneck,
 when the run has one, on rr's link to rd. rd delays each direction by RTT/2
 and drops with --loss on the forward path. Keeping delay and queue on
 separate routers means netem's queue holds the packets in flight and the
-bottleneck queue holds exactly --buffer. Every namespace of a run is
-named `tcpvar-<tag>-...` (a testbed.Testbed); close() removes them all, with
+bottleneck queue holds exactly --buffer.
+
+A parking lot of N hops puts N bottlenecks in a row, hop k's on the link
+from its router (rl, then p1 .. p<N-1>) to the next, each the dumbbell's:
+
+    s1 ─ rl ══ hop 1 ══ p1 ══ hop 2 ══ p2 ── rd ── delay ── rr ─ d1
+         │              │ │            │
+         sx1        dx1 ┘ sx2      dx2 ┘
+
+The first flows cross every hop; a cross flow of hop k (sx, dx: its s<i>
+and d<i>) enters at hop k's router and leaves at the next, and has its
+whole RTT on its own receiver's links. Every namespace of a run is named
+`tcpvar-<tag>-...` (a testbed.Testbed); close() removes them all, with
 their links, qdiscs and processes.
 """
 from __future__ import annotations
@@ -19,6 +30,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tcpvar.artefacts import run_folder as layout
 from tcpvar.progress import Reporter
 
 from . import aqm as aqms
@@ -36,11 +48,31 @@ NO_IPV6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable
 
 
 class Dumbbell(Testbed):
-    def __init__(self, tag: str, flows: int):
+    def __init__(self, tag: str, flows: int, hops: int = 1,
+                 cross: dict[int, int] | None = None):
         super().__init__("tcpvar", tag)
         self.flows = flows
+        self.hops = hops
+        self.cross = dict(cross or {})      # a cross flow: the hop it crosses alone
         self.own_delay: list[tuple[str, str]] = []  # (role, dev) of each flow's own delay
         self.reverse = False                # a reverse bottleneck (shape_reverse)
+
+    @property
+    def routers(self) -> list[str]:
+        """The routers in a row, link k joining the k-th to the next: the
+        dumbbell's rl, rd, rr; a parking lot's hops' (rl, p1 ..) and the
+        last hop's far end (p<N>) before rd."""
+        hops = [layout.hop_router(hop) for hop in range(1, self.hops + 1)]
+        return [*hops, *([f"p{self.hops}"] if self.hops > 1 else []), "rd", "rr"]
+
+    def hop_router(self, hop: int) -> str:
+        """The router whose link to the next holds hop @hop's queue (1 .. hops)."""
+        return layout.hop_router(hop)
+
+    def attached(self, i: int) -> tuple[str, str]:
+        """The routers host s<i> and host d<i> hang from."""
+        hop = self.cross.get(i)
+        return ("rl", "rr") if hop is None else (self.hop_router(hop), self.routers[hop])
 
     def sender(self, i: int) -> str:
         return self.ns(f"s{i}")
@@ -60,34 +92,39 @@ class Dumbbell(Testbed):
         s<i>'s or d<i>'s own, @own_sysctls["s1"]), offloads off; no qdiscs
         yet."""
         quiet = NO_IPV6 if Path("/proc/sys/net/ipv6").exists() else {}
-        for r in ("rl", "rd", "rr"):
+        routers = self.routers
+        for r in routers:
             self.node(r, forward=True, sysctls=quiet)
         n = self.flows
         own = own_sysctls or {}
         for side in "sd":
             for i in range(1, n + 1):
                 self.node(f"{side}{i}", sysctls={**quiet, **sysctls, **own.get(f"{side}{i}", {})})
-        self.link("rl", "right", ["198.18.0.1/30"], "rd", "left", ["198.18.0.2/30"], mtu=MTU)
-        self.link("rd", "right", ["198.18.0.5/30"], "rr", "left", ["198.18.0.6/30"], mtu=MTU)
+        # link k in 198.18.0.<4k>/30; senders (198.18/16) to the left, receivers to the right
+        for k, (a, b) in enumerate(zip(routers, routers[1:])):
+            near, far = f"198.18.0.{4 * k + 1}", f"198.18.0.{4 * k + 2}"
+            self.link(a, "right", [f"{near}/30"], b, "left", [f"{far}/30"], mtu=MTU)
+            self.route(a, "198.19.0.0/16", far)
+            self.route(b, "198.18.0.0/16", near)
         for i in range(1, n + 1):
-            for router, host, net in (("rl", f"s{i}", "198.18"), ("rr", f"d{i}", "198.19")):
+            for router, host, net in zip(self.attached(i), (f"s{i}", f"d{i}"),
+                                         ("198.18", "198.19")):
                 gateway = host_addr(net, i, router=True)
                 self.link(router, host, [f"{gateway}/30"], host, "eth0",
                           [f"{host_addr(net, i)}/30"], mtu=MTU)
                 self.route(host, "default", gateway)
-        self.route("rl", "198.19.0.0/16", "198.18.0.2")
-        self.route("rd", "198.19.0.0/16", "198.18.0.6")
-        self.route("rd", "198.18.0.0/16", "198.18.0.1")
-        self.route("rr", "198.18.0.0/16", "198.18.0.5")
-        self.up(offloads=False, progress=progress, phase="building the dumbbell")
+        self.up(offloads=False, progress=progress,
+                phase="building the " + ("dumbbell" if self.hops == 1 else "parking lot"))
 
     # -- path emulation --------------------------------------------------
     def shape(self, shaper: str, rate_bps: float, queue: list[str], rtt_ms: float,
               loss_pct: float, netem_limit: int, jitter_ms: float = 0.0) -> None:
-        """The bottleneck queue on rl (@queue: its `tc qdisc` kind and
-        options, bottleneck_queue()), the delay, jitter and loss on rd."""
+        """The bottleneck queue on rl, and on each hop's router of a parking
+        lot (@queue: its `tc qdisc` kind and options, bottleneck_queue()),
+        the delay, jitter and loss on rd."""
         rd = self.ns("rd")
-        self._bottleneck(self.ns("rl"), "right", shaper, rate_bps, queue)
+        for hop in range(1, self.hops + 1):
+            self._bottleneck(self.ns(self.hop_router(hop)), "right", shaper, rate_bps, queue)
         if rtt_ms > 0 or loss_pct > 0:
             half_us = str(int(round(rtt_ms * 500))) + "us"
             fwd = ["netem", "delay", half_us, "limit", str(netem_limit)]
@@ -125,15 +162,16 @@ class Dumbbell(Testbed):
 
     def delay_flows(self, extra_ms: dict[int, float], netem_limit: int,
                     reverse: frozenset[int] = frozenset()) -> None:
-        """Flow i's own path: @extra_ms[i] more RTT than the shared delay,
-        half on the last router's link to its receiver (the data), half on
-        the receiver's link back (its ACKs): past its bottleneck, so the
-        queue stays the only one that fills, and beyond its sender's capture
-        (rl's, or rr's for a flow in @reverse), which sees the whole RTT."""
+        """Flow i's own path: @extra_ms[i] more RTT than the shared delay (a
+        cross flow's whole RTT), half on the last router's link to its
+        receiver (the data), half on the receiver's link back (its ACKs):
+        past its bottleneck, so the queue stays the only one that fills,
+        and beyond its sender's capture (rl's, or rr's for a flow in
+        @reverse), which sees the whole RTT."""
         for i, ms in extra_ms.items():
             if ms <= 0:
                 continue
-            router, host = ("rl", f"s{i}") if i in reverse else ("rr", f"d{i}")
+            router, host = ("rl", f"s{i}") if i in reverse else (self.attached(i)[1], f"d{i}")
             self.own_delay += [(router, host), (host, "eth0")]
             half = ["netem", "delay", str(int(round(ms * 500))) + "us", "limit",
                     str(netem_limit)]
@@ -142,14 +180,15 @@ class Dumbbell(Testbed):
 
     def set_rate(self, shaper: str, rate_bps: float) -> None:
         """A step of --bw-schedule: change the bottleneck rate in place (the
-        queued packets stay)."""
-        rl = self.ns("rl")
-        if shaper == "tbf":
-            run(["tc", "qdisc", "change", "dev", "right", "root", "handle", "1:", "tbf",
-                 *self._tbf_args(rate_bps)], ns=rl)
-        else:
-            run(["tc", "class", "change", "dev", "right", "parent", "1:", "classid", "1:1",
-                 "htb", *self._htb_args(rate_bps)], ns=rl)
+        queued packets stay), every hop's in a parking lot."""
+        for hop in range(1, self.hops + 1):
+            ns = self.ns(self.hop_router(hop))
+            if shaper == "tbf":
+                run(["tc", "qdisc", "change", "dev", "right", "root", "handle", "1:", "tbf",
+                     *self._tbf_args(rate_bps)], ns=ns)
+            else:
+                run(["tc", "class", "change", "dev", "right", "parent", "1:", "classid", "1:1",
+                     "htb", *self._htb_args(rate_bps)], ns=ns)
 
     @staticmethod
     def _htb_args(rate_bps: float) -> list[str]:
@@ -164,9 +203,10 @@ class Dumbbell(Testbed):
 
     def _stats_links(self) -> list[tuple[str, str]]:
         """(namespace, device) of every link with a qdisc of the path: the
-        bottleneck's, the delay's, the reverse bottleneck's, and each flow's
-        own delay (delay_flows)."""
-        links = [(self.ns("rl"), "right"), (self.ns("rd"), "right"), (self.ns("rd"), "left")]
+        bottleneck's (each hop's), the delay's, the reverse bottleneck's,
+        and each flow's own delay (delay_flows)."""
+        links = [(self.ns(self.hop_router(hop)), "right") for hop in range(1, self.hops + 1)]
+        links += [(self.ns("rd"), "right"), (self.ns("rd"), "left")]
         if self.reverse:
             links.append((self.ns("rr"), "left"))
         return links + [(self.ns(role), dev) for role, dev in self.own_delay]

@@ -61,6 +61,16 @@ from .options import (
               help="Rate of the reverse bottleneck, where the forward flows' ACKs queue "
                    "behind the reverse flows' data (default: --bw; the same queue and "
                    "--buffer). Without it and --reverse, the way back has no bottleneck.")
+@click.option("--topology", default="dumbbell", show_default=True,
+              type=click.Choice(["dumbbell", "parking-lot"]),
+              help="parking-lot: --hops bottlenecks in a row, each with the rate, queue and "
+                   "--buffer of the dumbbell's; the first flows cross them all, the last "
+                   "--cross per hop enter before one hop and leave after it.")
+@click.option("--hops", type=click.IntRange(1), metavar="N",
+              help="Bottlenecks of the parking lot, 2 to 8 (default 2).")
+@click.option("--cross", type=click.IntRange(0), metavar="M",
+              help="Cross flows per hop of the parking lot (default 1): the last hops x M "
+                   "flows, hop 1's first.")
 @click.option("--shaper", default="htb", show_default=True, type=click.Choice(["htb", "tbf"]),
               help="Rate limiter of the bottleneck.")
 @click.option("--repeat", default=1, show_default=True, type=int, metavar="N",
@@ -82,9 +92,9 @@ from .options import (
 @json_option("Print JSON (docs/run.md) instead of tables.")
 @quiet_option()
 def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, start_gap_s,
-        bw_schedule, aqm, aqm_params, ecn, reverse, bw_reverse, shaper, repeat, seed, backend,
-        kernel, clock, ngwa, wbrto, wbrto_unit_ms, boot_timeout, out_dir, db_path, as_json,
-        quiet):
+        bw_schedule, aqm, aqm_params, ecn, reverse, bw_reverse, topology, hops, cross, shaper,
+        repeat, seed, backend, kernel, clock, ngwa, wbrto, wbrto_unit_ms, boot_timeout, out_dir,
+        db_path, as_json, quiet):
     """Run iperf3 flows over an emulated dumbbell and summarise them.
 
     Builds the topology of Callegari et al. (senders, a router with the
@@ -115,6 +125,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
       tcpvar run --cc dctcp --aqm codel --aqm-params ce_threshold=1ms
       tcpvar run --cc cubic,cubic --rtt 20,80
       tcpvar run --cc cubic,cubic --reverse 1 --bw-reverse 2mbit
+      tcpvar run --cc reno --topology parking-lot --hops 3
     """
     from tcpvar.capture.params import make_params
     from tcpvar.capture.session import SessionRequest
@@ -127,7 +138,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
                          seed=seed, shaper=shaper, ngwa=ngwa, wbrto=wbrto,
                          wbrto_unit_ms=wbrto_unit_ms, clock=clock or "auto", aqm=aqm,
                          aqm_params=aqm_params, ecn=ecn, reverse=reverse,
-                         bw_reverse=bw_reverse)
+                         bw_reverse=bw_reverse, topology=topology, hops=hops, cross=cross)
     with runs.LiveProgress(quiet=quiet) as progress:
         outcome = execute(db_path, SessionRequest(params, backend, kernel, out_dir, boot_timeout),
                           progress, html.write_run_folder)

@@ -45,7 +45,11 @@ def load_run(store, run_dir: Path, progress=None) -> int:
     con = store.con
     run_id = new_run_id(con)
     captures = {}
-    for name in layout.CAPTURES:
+    hops = m["params"].get("hops") or 1
+    names = [*layout.CAPTURES, *(layout.hop_capture(hop, arrivals) for hop in
+                                 range(1, hops + 1) if hops > 1 for arrivals in (False, True)
+                                 if hop > 1 or not arrivals)]
+    for name in names:
         path = run_dir / layout.pcap(name)
         if not path.exists() or path.stat().st_size == 0:
             continue
@@ -73,6 +77,11 @@ def load_run(store, run_dir: Path, progress=None) -> int:
         for f in m["flows"]:
             _load_flow(c, run_id, f, reports[f["flow"]], captures.get("sender"),
                        m["params"].get("rtt_ms"))
+        if hops > 1:
+            c.executemany("INSERT INTO hops VALUES ($1, $2, $3, $4, $5)", [
+                [run_id, hop, layout.hop_router(hop),
+                 captures.get("sender" if hop == 1 else layout.hop_capture(hop, True)),
+                 captures.get(layout.hop_capture(hop))] for hop in range(1, hops + 1)])
         if qdiscs:
             c.executemany("INSERT INTO qdisc_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
                           "$9, $10, $11, $12, $13, $14, $15)", [[run_id, *q] for q in qdiscs])
@@ -145,7 +154,7 @@ def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | 
                "duration_s")}, "conn": conn,
            **{k: s[k] for k in ("bytes_sent", "bytes_received", "iperf_bps", "iperf_retransmits")},
            "base_rtt_ms": f.get("rtt_ms", rtt_ms), "ecn": f.get("ecn"),
-           "direction": f.get("direction", "forward")}
+           "direction": f.get("direction", "forward"), "hop": f.get("hop")}
     con.execute(f"INSERT INTO flows ({', '.join(row)}) "
                 f"VALUES ({', '.join(f'${i}' for i in range(1, len(row) + 1))})",
                 list(row.values()))

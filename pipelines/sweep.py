@@ -64,6 +64,9 @@ OPTIONS = {
     "ecn": ("ecn", str, None),
     "reverse": ("reverse", int, 0),
     "bw_reverse": ("bw_reverse", str, None),
+    "topology": ("topology", str, "dumbbell"),
+    "hops": ("hops", int, None),
+    "cross": ("cross", int, None),
 }
 assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
 PER_FLOW = ("cc", "rtt", "ecn")     # a value per flow: "cubic+reno", "20+80"
@@ -288,9 +291,10 @@ def cell_key(params: RunParams) -> str:
     if d["clock"] == "auto":
         d.pop("clock")          # and before --clock
     for key, default in (("aqm", None), ("aqm_params", {}), ("ecn", []), ("flow_rtts_ms", []),
-                         ("reverse", 0), ("bw_reverse_bps", None)):
+                         ("reverse", 0), ("bw_reverse_bps", None), ("topology", "dumbbell"),
+                         ("hops", 1), ("cross", 0)):
         if d[key] == default:
-            d.pop(key)          # and before --aqm, --ecn, RTT lists and --reverse
+            d.pop(key)          # and before --aqm, --ecn, RTT lists, --reverse, parking lots
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -18,7 +18,8 @@ RUN_COLUMNS = ("flow", "cc", "role", "base RTT ms", "throughput iperf3", "throug
 
 
 def flow_row(f: dict) -> tuple:
-    role = printable(f["role"]) + (" (reverse)" if f.get("direction") == "reverse" else "")
+    role = printable(f["role"]) + (" (reverse)" if f.get("direction") == "reverse" else
+                                   f" (hop {f['hop']})" if f.get("hop") else "")
     return (str(f["flow"]), printable(f["cc"]), role, ms(f.get("base_rtt_ms")),
             si(f["throughput_bps"]["iperf3"], "bit/s"),
             si(f["throughput_bps"]["pcap"], "bit/s"),
@@ -50,6 +51,9 @@ def run_title(s: dict) -> str:
         n = p.get("reverse") or 0
         title += (f", reverse {si(back, 'bit/s') if _number(back) else str(back)}"
                   f" ({_g(n)} flow{'' if n == 1 else 's'})")
+    if p.get("topology") == "parking-lot":
+        title += (f", parking lot of {_g(p.get('hops'))} hops, {_g(p.get('cross'))} cross "
+                  f"flow(s) each")
     if p.get("jitter_ms"):
         title += f", jitter {_g(p['jitter_ms'])} ms"
     if p.get("aqm"):
@@ -86,8 +90,10 @@ def summary_lines(s: dict) -> list[str]:
                              f"{source})")
         lines.append(f"friendliness of flow {fr['flow']} ({fr['cc']}) against flow "
                      f"{fr['reference_flow']} ({fr['reference_cc']}): " + "; ".join(parts))
-    for key, name in (("bottleneck", "bottleneck"), ("reverse_bottleneck", "reverse bottleneck")):
-        if b := s.get(key):
+    queues = [(f"hop {h['hop']} ({h['router']})", h["queue"]) for h in s.get("hops") or []] or \
+        [("bottleneck", s.get("bottleneck")), ("reverse bottleneck", s.get("reverse_bottleneck"))]
+    for name, b in queues:
+        if b:
             line = (f"{name} queue {b['qdisc']} (limit {b['limit']} {b['limit_unit']}): "
                     f"{b['sent_packets']} packets sent, {b['drops']} dropped")
             if b["counters"]:
@@ -152,10 +158,11 @@ def fidelity_parts(f: dict, backend: str | None) -> list[str]:
     b, r, lo, c, p, cpu = (f[k] for k in ("bottleneck", "rtt", "loss", "capture", "probe", "cpu"))
     out = []
     if b["status"] in ("pass", "fail"):
-        steps = len(b["steps"])
+        steps, hops = len(b["steps"]), len({st.get("hop") for st in b["steps"]} - {None})
+        of = f"{hops} hops" + (f", {steps // hops} steps each" if steps > hops else "") \
+            if hops else f"{steps} steps"
         out.append(f"bottleneck {_num(b['mbps'], '.4g')} of {_num(b['asked_mbps'], '.4g')} "
-                   f"Mbit/s while backlogged" + (f" (the worst of {steps} steps)"
-                                                 if steps > 1 else ""))
+                   f"Mbit/s while backlogged" + (f" (the worst of {of})" if steps > 1 else ""))
     else:
         out.append("bottleneck rate not checked (" + (
             f"queue backlogged for {b['backlogged_departures']} departures only)"

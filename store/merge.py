@@ -22,7 +22,8 @@ from .db import Store, _duckdb, added_columns, identifier, own_objects
 from .parquet import META, from_parquet, is_export
 
 RUN_REFS = ("run_id",)
-CAPTURE_REFS = ("capture_id", "sender_capture", "bottleneck_capture")
+CAPTURE_REFS = ("capture_id", "sender_capture", "bottleneck_capture", "arrivals_capture",
+                "departures_capture")
 
 
 def merge(store: Store, source: str | Path) -> dict:

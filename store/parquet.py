@@ -20,7 +20,7 @@ from . import segments
 from .db import Store, _duckdb, one
 from .segments import quoted as _quoted
 
-RUN_TABLES = ("flows", "qdisc_stats", "iperf_intervals", "probe_events", "fidelity")
+RUN_TABLES = ("flows", "qdisc_stats", "iperf_intervals", "probe_events", "fidelity", "hops")
 CAPTURE_TABLES = ("captures", "packets", "connections", "dir_counters", "retransmit_events",
                   "throughput")
 META = "meta.parquet"
@@ -46,7 +46,8 @@ def export(store: Store, out: Path, studies: list[str] = (), run_ids: list[int] 
         CREATE OR REPLACE TEMP TABLE export_captures AS
         SELECT capture_id FROM captures WHERE complete AND (NOT $chosen OR capture_id IN (
             SELECT sender_capture FROM export_runs UNION SELECT bottleneck_capture
-            FROM export_runs))""", {"chosen": chosen})
+            FROM export_runs UNION SELECT unnest([arrivals_capture, departures_capture])
+            FROM hops WHERE run_id IN (SELECT run_id FROM export_runs)))""", {"chosen": chosen})
     out.mkdir(parents=True, exist_ok=True)
     _copy(con, "SELECT * FROM meta WHERE key = 'schema_version'", out / META, None)
     rows = {"runs": _copy(con, "SELECT * FROM runs WHERE run_id IN "

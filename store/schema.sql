@@ -168,7 +168,8 @@ CREATE TABLE IF NOT EXISTS flows (
 -- bottleneck's rate limiter and queue on rl, the netem delay on rd.
 CREATE TABLE IF NOT EXISTS qdisc_stats (
     run_id      INTEGER,
-    router      VARCHAR,                -- 'rl' (bottleneck) or 'rd' (delay)
+    router      VARCHAR,                -- 'rl' (bottleneck), 'rd' (delay), 'rr' (reverse
+                                        -- bottleneck), p<k> (a parking lot's hops)
     dev         VARCHAR,
     kind        VARCHAR,                -- htb, tbf, pfifo, bfifo, ngwa, netem
     handle      VARCHAR,
@@ -182,6 +183,17 @@ CREATE TABLE IF NOT EXISTS qdisc_stats (
     qlen        BIGINT,
     options     JSON,                   -- as tc prints them (limit, rate, fd, ...)
     xstats      JSON                    -- the qdisc's own counters (ngwa: lowered, ...)
+);
+-- A parking lot's hops (--topology parking-lot): each hop's router and the
+-- captures of what entered it (hop 1's: the sender capture) and what left
+-- its queue, for the per-hop fidelity check. A dumbbell run has none.
+CREATE TABLE IF NOT EXISTS hops (
+    run_id             INTEGER,
+    hop                INTEGER,         -- 1 .. hops, in the order the flows cross them
+    router             VARCHAR,         -- rl, p1, p2 ..
+    arrivals_capture   INTEGER,         -- capture_id: what entered the router
+    departures_capture INTEGER,         -- capture_id: what left the hop's queue
+    PRIMARY KEY (run_id, hop)
 );
 -- iperf3's per-interval reports (sender side), one row per flow and interval.
 CREATE TABLE IF NOT EXISTS iperf_intervals (
@@ -315,3 +327,5 @@ ALTER TABLE flows ADD COLUMN IF NOT EXISTS base_rtt_ms DOUBLE;
 ALTER TABLE flows ADD COLUMN IF NOT EXISTS ecn BOOLEAN;
 -- and before flows could go the other way (--reverse): 'forward' or 'reverse'
 ALTER TABLE flows ADD COLUMN IF NOT EXISTS direction VARCHAR;
+-- and before the parking lot: a cross flow's hop, NULL for a flow through them all
+ALTER TABLE flows ADD COLUMN IF NOT EXISTS hop INTEGER;

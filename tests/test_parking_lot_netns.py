@@ -1,0 +1,133 @@
+"""A parking lot on the host kernel (netns backend): three 10 Mbit/s hops in
+a row, one Reno flow through all of them and one cross flow entering and
+leaving at each hop. Truth: tc's own counters of every hop, iperf3's
+reports and tshark on the hops' captures."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from run_helpers import close, tcpvar_run
+
+BW, HOPS, BUFFER = 10e6, 3, 40
+ROUTERS = ("rl", "p1", "p2")        # hop k's queue is on the k-th
+
+
+@pytest.fixture(scope="module")
+def parking_lot(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("parking")
+    rc, doc, err = tcpvar_run(tmp, "--backend", "netns", "--cc", "reno", "--topology",
+                              "parking-lot", "--hops", HOPS, "--rtt", 0, "--bw", "10mbit",
+                              "--buffer", BUFFER, "--duration", 6)
+    assert rc == 0, err
+    (run,) = doc["runs"]
+    return tmp, run
+
+
+def tshark_count(path: Path, display: str) -> int:
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", display, "-T", "fields",
+                          "-e", "frame.number"], capture_output=True, text=True, check=True)
+    return len(out.stdout.split())
+
+
+def data_senders(path: Path) -> set[str]:
+    """The source addresses of the data segments in @path (tshark): each
+    flow's host, its iperf3 control connection's too."""
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", "tcp.len > 0", "-T", "fields",
+                          "-e", "ip.src"], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def port(endpoint: str) -> int:
+    return int(endpoint.rsplit(":", 1)[1])
+
+
+def host(endpoint: str) -> str:
+    return endpoint.rsplit(":", 1)[0]
+
+
+def hop_queues(run_dir: Path) -> dict[str, dict]:
+    """Each hop's queue as the kernel reported it, by router."""
+    qdiscs = json.loads((run_dir / "tc-stats.json").read_text())
+    return {q["router"]: q for q in qdiscs if q.get("parent") == "1:1"}
+
+
+def test_each_hop_has_the_queue_asked_for(parking_lot):
+    """Every hop's router has the rate limiter and the pfifo of --buffer
+    (tc's own words in tc-stats.txt), and the summary names them."""
+    _, run = parking_lot
+    run_dir = Path(run["dir"])
+    q = hop_queues(run_dir)
+    assert set(q) == set(ROUTERS)
+    assert all(x["kind"] == "pfifo" and x["options"]["limit"] == BUFFER for x in q.values())
+    text = (run_dir / "tc-stats.txt").read_text()
+    for router in ROUTERS:
+        assert f"-{router} right class" in text
+    assert [(h["hop"], h["router"], h["queue"]["qdisc"]) for h in run["hops"]] == \
+        [(k + 1, r, "pfifo") for k, r in enumerate(ROUTERS)]
+
+
+def test_the_flows_are_the_parking_lots(parking_lot):
+    """Flow 1 crosses every hop; flows 2-4 are the cross flows of hops 1-3,
+    each seen in its own hop's capture only; the flow through every hop
+    carries less than each cross flow, which shares one queue with it."""
+    _, run = parking_lot
+    run_dir = Path(run["dir"])
+    main, *cross = run["flows"]
+    assert [f["hop"] for f in run["flows"]] == [None, 1, 2, 3]
+    for k, f in enumerate(cross, start=1):
+        assert data_senders(run_dir / f"hop{k}.pcap") == {host(main["src"]), host(f["src"])}
+    for f in cross:
+        assert main["throughput_bps"]["iperf3"] < f["throughput_bps"]["iperf3"] <= BW
+    for f in run["flows"]:
+        tp = f["throughput_bps"]
+        assert close(tp["iperf3"], tp["pcap"], 0.05), tp
+
+
+def test_each_hop_sent_and_dropped_what_its_captures_show(parking_lot):
+    """Per hop, the packets that left its queue (hop<k>.pcap) are those tc
+    counts as sent, and the data of its flows that entered its router
+    (sender.pcap at hop 1, hop<k>-in.pcap beyond) and never left are tc's
+    drops there: nothing but TCP passes the queues (the neighbours are
+    permanent, so no ARP does)."""
+    _, run = parking_lot
+    run_dir = Path(run["dir"])
+    q = hop_queues(run_dir)
+    main, *cross = run["flows"]
+    for k, router in enumerate(ROUTERS, start=1):
+        left = run_dir / f"hop{k}.pcap"
+        entered = run_dir / ("sender.pcap" if k == 1 else f"hop{k}-in.pcap")
+        assert tshark_count(left, "tcp") == q[router]["packets"]
+        # what the hosts of its flows sent, the iperf3 control connections' too
+        through = f"ip.src == {host(main['src'])} || ip.src == {host(cross[k - 1]['src'])}"
+        lost = tshark_count(entered, through) - tshark_count(left, through)
+        assert lost == q[router]["drops"] > 0, (k, lost, q[router]["drops"])
+
+
+def test_each_flow_is_in_sender_and_bottleneck_once(parking_lot):
+    """sender.pcap holds each flow where its data enter its first hop and
+    bottleneck.pcap where they leave its last, as many data segments as
+    those hops' own captures."""
+    _, run = parking_lot
+    run_dir = Path(run["dir"])
+    for f in run["flows"]:
+        data = f"tcp.srcport == {port(f['src'])} && tcp.len > 0"
+        first, last = (1, HOPS) if f["hop"] is None else (f["hop"], f["hop"])
+        entered = run_dir / ("sender.pcap" if first == 1 else f"hop{first}-in.pcap")
+        assert tshark_count(run_dir / "sender.pcap", data) == tshark_count(entered, data) > 0
+        assert tshark_count(run_dir / "bottleneck.pcap", data) == \
+            tshark_count(run_dir / f"hop{last}.pcap", data) > 0
+
+
+def test_every_hop_is_checked_at_its_rate(parking_lot):
+    """The fidelity check measures each hop's queue from its own captures:
+    HTB's rate at every hop."""
+    _, run = parking_lot
+    b = run["fidelity"]["bottleneck"]
+    assert b["status"] == "pass", b
+    assert sorted({s["hop"] for s in b["steps"]}) == [1, 2, 3]
+    for s in b["steps"]:
+        assert s["status"] == "pass" and close(s["bps"], BW, 0.03), s
