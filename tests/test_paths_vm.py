@@ -235,3 +235,39 @@ def test_the_reverse_queue_marks_the_reverse_data(reverse_run):
         assert marks > 5 and marks - lost <= seen <= marks, (router, marks, seen)
         assert flow["ecn"]["ce_packets"] == seen, router
     assert run["reverse_bottleneck"]["counters"]["ecn_mark"] == queues["rr"]["ecn_mark"]
+
+
+@pytest.fixture(scope="module")
+def parking_lot(tmp_path_factory):
+    """Two hops: a CUBIC flow at 30 ms through both, cross flows at 20 ms
+    (hop 1) and 60 ms (hop 2)."""
+    tmp = tmp_path_factory.mktemp("parking")
+    rc, doc, err = tcpvar_run(tmp, "--backend", "vm", "--cc", "cubic", "--topology",
+                              "parking-lot", "--hops", 2, "--rtt", "30,20,60", *PATH)
+    assert rc == 0, err
+    (run,) = doc["runs"]
+    return tmp, run
+
+
+def test_each_flow_of_the_parking_lot_has_its_own_rtt(parking_lot):
+    """The flow through every hop is delayed on rd (the smallest RTT asked,
+    the rest on its receiver's links at rr), a cross flow wholly on its
+    receiver's links at the router after its hop: netem's delays, as tc
+    reports them, add up to each flow's RTT, and each flow's smallest RTT
+    sample (tshark's, in the sender capture) is within 10 % of its own."""
+    _, run = parking_lot
+    run_dir = Path(run["dir"])
+    m = json.loads((run_dir / "manifest.json").read_text())
+    delays = {(q["router"], q["dev"]): 1e3 * q["options"]["delay"]["delay"]
+              for q in json.loads((run_dir / "tc-stats.json").read_text())
+              if q["kind"] == "netem"}
+    assert delays[("rd", "right")] + delays[("rd", "left")] + delays[("rr", "d1")] + \
+        delays[("d1", "eth0")] == pytest.approx(30)
+    for i, router, asked in ((2, "p1", 20), (3, "p2", 60)):
+        assert delays[(router, f"d{i}")] + delays[(f"d{i}", "eth0")] == pytest.approx(asked)
+    for flow, asked in zip(m["flows"], (30, 20, 60)):
+        assert flow["rtt_ms"] == asked
+        low = min(rtt_samples(run_dir, flow))
+        assert 0.98 * asked <= low <= 1.1 * asked, (flow["flow"], low)
+    assert run["fidelity"]["rtt"]["status"] == "pass"
+    assert [h["queue"]["qdisc"] for h in run["hops"]] == ["bfifo", "bfifo"]

@@ -101,6 +101,12 @@ MANIFESTS = {
                                "params.reverse: -1 is"),
     "reverse rate NaN": (lambda m: m["params"].update(bw_reverse_bps=float("nan")),
                          "params.bw_reverse_bps: NaN is"),
+    # each hop's captures would be read: the work a folder can cause is bounded
+    "a billion hops": (lambda m: m["params"].update(topology="parking-lot", hops=10 ** 9),
+                       "params.hops: 1000000000, more than a parking lot may have (8)"),
+    "topology a ring": (lambda m: m["params"].update(topology="ring\x1b[2J"),
+                        "params.topology: \"ring\\u001b[2J\" is neither dumbbell"),
+    "flow at hop 0": (lambda m: m["flows"][0].update(hop=0), "flows[0].hop: 0 is"),
 }
 
 
