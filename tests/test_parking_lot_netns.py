@@ -131,3 +131,27 @@ def test_every_hop_is_checked_at_its_rate(parking_lot):
     assert sorted({s["hop"] for s in b["steps"]}) == [1, 2, 3]
     for s in b["steps"]:
         assert s["status"] == "pass" and close(s["bps"], BW, 0.03), s
+
+
+def test_a_sweep_over_hops_is_grouped_by_them(tmp_path):
+    """`tcpvar sweep --hops 2,3` runs a parking lot of each size, and
+    `compare --by hops` groups them: the drops are every hop's (tc's own
+    counters in the run folder, summed), the utilisation the first hop's
+    (its flows fill it, and no more than it)."""
+    from conftest import tcpvar_main
+
+    r = tcpvar_main("sweep", "--name", "lot", "--cc", "reno", "--topology", "parking-lot",
+                    "--hops", "2,3", "--rtt", 0, "--bw", "10mbit", "--buffer", BUFFER,
+                    "--duration", 4, "--backend", "netns", "--json", "-q", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    folders = {run["cell"]["hops"]: Path(run["dir"]) for run in json.loads(r.stdout)["runs"]}
+    r = tcpvar_main("compare", "--study", "lot", "--by", "hops", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    groups = {g["key"]["hops"]: g for g in json.loads(r.stdout)["groups"]}
+    assert set(groups) == set(folders) == {2, 3}
+    for hops, g in groups.items():
+        queues = hop_queues(folders[hops])
+        assert len(queues) == hops
+        assert g["n"] == 1 and g["mean"]["bottleneck_drops"] == \
+            sum(q["drops"] for q in queues.values())
+        assert 80 < g["mean"]["utilization_pct"] <= 101, g["mean"]

@@ -15,16 +15,20 @@
 -- friendliness runs) and of the test flows (their mean): the paper's
 -- "connection 1" and "connection 2", or "Reno" and the variant; the mean
 -- of the flows' iperf3 rates, the link's utilisation (all data the forward
--- flows sent over the run's span, over the bottleneck rate), the packets the bottleneck
--- queue dropped and those it marked CE (its own counters: RED's `marked`,
+-- flows sent over the run's span, over the bottleneck rate; in a parking
+-- lot the first hop's: the flows through every hop and its cross flows),
+-- the packets the bottleneck queue dropped and those it marked CE (a parking
+-- lot's: summed over its hops; the queues' own counters: RED's `marked`,
 -- the CoDel and PIE family's `ecn_mark` and `ce_mark`, CAKE's per tin, fq's
 -- `ce_mark`), and the CE-marked packets of the bottleneck capture (when it
 -- carried ECN-capable packets).
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
     -- forward: the flow shares the forward bottleneck (runs before
-    -- --reverse have no direction)
-    SELECT r.*, f.direction IS DISTINCT FROM 'reverse' AS forward
+    -- --reverse have no direction); first_hop: and its first hop, in a
+    -- parking lot (a cross flow of another hop does not)
+    SELECT r.*, f.direction IS DISTINCT FROM 'reverse' AS forward,
+           f.direction IS DISTINCT FROM 'reverse' AND coalesce(f.hop, 1) = 1 AS first_hop
     FROM flow_rates r JOIN flows f USING (run_id, flow)
     WHERE list_contains($run_ids::INTEGER[], r.run_id)
 ), span AS (
@@ -38,15 +42,18 @@ WITH per_flow AS (
     WHERE p.rtt_us IS NOT NULL
     GROUP BY f.run_id
 ), queue AS (
-    SELECT run_id, drops AS bottleneck_drops,
-           CASE WHEN kind IN ('red', 'codel', 'fq_codel', 'pie', 'fq_pie', 'cake', 'fq')
+    SELECT run_id, sum(drops) AS bottleneck_drops,
+           sum(CASE WHEN kind IN ('red', 'codel', 'fq_codel', 'pie', 'fq_pie', 'cake', 'fq')
                 THEN coalesce(TRY_CAST(xstats ->> '$.marked' AS BIGINT), 0)
                      + coalesce(TRY_CAST(xstats ->> '$.ecn_mark' AS BIGINT), 0)
                      + coalesce(TRY_CAST(xstats ->> '$.ce_mark' AS BIGINT), 0)
                      + coalesce(list_sum(TRY_CAST(xstats -> '$.tins[*].ecn_mark' AS BIGINT[])), 0)
-           END AS bottleneck_marks
+           END) AS bottleneck_marks
     FROM qdisc_stats
-    WHERE list_contains($run_ids::INTEGER[], run_id) AND router = 'rl' AND parent = '1:1'
+    -- the forward bottleneck's queue, and a parking lot's other hops' (p1, p2 ..)
+    WHERE list_contains($run_ids::INTEGER[], run_id) AND parent = '1:1'
+      AND (router = 'rl' OR regexp_full_match(router, 'p[0-9]+'))
+    GROUP BY run_id
 ), marked AS (
     SELECT r.run_id,
            -- none without ECN-capable traffic (nothing could be marked)
@@ -77,7 +84,7 @@ SELECT run_id,
        CASE WHEN bool_or(role = 'background')
             THEN avg(iperf_bps) FILTER (WHERE role = 'test') / 1e6 END AS test_mbps,
        avg(iperf_bps) / 1e6 AS flow_mbps,
-       100 * 8 * sum(data_bytes) FILTER (WHERE forward)
+       100 * 8 * sum(data_bytes) FILTER (WHERE first_hop)
            / nullif(any_value(span.span_s), 0) / any_value(bw_bps) AS utilization_pct,
        any_value(queue.bottleneck_drops) AS bottleneck_drops,
        any_value(queue.bottleneck_marks) AS bottleneck_marks,
