@@ -62,7 +62,7 @@ from .options import (
                    "behind the reverse flows' data (default: --bw; the same queue and "
                    "--buffer). Without it and --reverse, the way back has no bottleneck.")
 @click.option("--topology", default="dumbbell", show_default=True,
-              type=click.Choice(["dumbbell", "parking-lot"]),
+              metavar="dumbbell|parking-lot",
               help="parking-lot: --hops bottlenecks in a row, each with the rate, queue and "
                    "--buffer of the dumbbell's; the first flows cross them all, the last "
                    "--cross per hop enter before one hop and leave after it.")

@@ -231,7 +231,7 @@ def test_ctrl_c_keeps_the_capture_and_cleans_up(tmp_path, sig):
     (["--flows", "257"], 2, "--flows 257: tcpvar runs 1 to 256 flows"),
     (["--bw-reverse", "1"], 2, "rate '1' is outside"),
     (["--reverse", "1", "--ngwa", "5"], 2, "the ngwa qdisc is the forward bottleneck's only"),
-    (["--topology", "ring"], 2, "Invalid value for '--topology'"),
+    (["--topology", "ring"], 2, "--topology 'ring': one of dumbbell, parking-lot"),
     (["--hops", "3"], 2, "--hops and --cross: for --topology parking-lot"),
     (["--topology", "parking-lot", "--hops", "9"], 2, "a parking lot has 2 to 8 bottlenecks"),
     (["--topology", "parking-lot", "--cross", "0"], 2, "at least one cross flow per hop"),
