@@ -155,3 +155,29 @@ def test_a_sweep_over_hops_is_grouped_by_them(tmp_path):
         assert g["n"] == 1 and g["mean"]["bottleneck_drops"] == \
             sum(q["drops"] for q in queues.values())
         assert 80 < g["mean"]["utilization_pct"] <= 101, g["mean"]
+
+
+def test_the_hops_survive_export_and_merge(parking_lot, tmp_path):
+    """`export --run` takes a parking lot's hop captures with it, and
+    `merge` into a store that holds another capture (so every id moves)
+    keeps each hop pointing at its own files."""
+    from conftest import tcpvar_main
+
+    tmp, run = parking_lot
+    out, db = tmp_path / "out", tmp_path / "m.duckdb"
+    r = tcpvar_main("export", "--parquet", out, "--run", run["run_id"], "--db",
+                    tmp / "t.duckdb")
+    assert r.returncode == 0, r.stderr
+    fixture = Path(__file__).parent.parent / "fixtures" / "pcaps" / "iperf_4flows.pcap"
+    assert tcpvar_main("analyze", "-q", "--db", db, fixture).returncode == 0
+    r = tcpvar_main("merge", out, "--db", db)
+    assert r.returncode == 0, r.stderr
+    import duckdb
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT h.hop, h.router, a.path, d.path FROM hops h "
+                       "JOIN captures a ON a.capture_id = h.arrivals_capture "
+                       "JOIN captures d ON d.capture_id = h.departures_capture "
+                       "ORDER BY h.hop").fetchall()
+    assert [(hop, router, Path(a).name, Path(d).name) for hop, router, a, d in rows] == [
+        (1, "rl", "sender.pcap", "hop1.pcap"), (2, "p1", "hop2-in.pcap", "hop2.pcap"),
+        (3, "p2", "hop3-in.pcap", "hop3.pcap")]
