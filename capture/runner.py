@@ -238,7 +238,7 @@ class Run:
         plan = [("sender", "rl", ["-i", "any", "-Q", "in"], f"not ({theirs})" if theirs else None)]
         if self.params.hops > 1:
             for hop in range(1, self.params.hops + 1):
-                router = self.net.hop_router(hop)
+                router = layout.hop_router(hop)
                 plan.append((layout.hop_capture(hop), router, ["-i", "right", "-Q", "out"], None))
                 if hop > 1:
                     plan.append((layout.hop_capture(hop, arrivals=True), router,

@@ -65,14 +65,10 @@ class Dumbbell(Testbed):
         hops = [layout.hop_router(hop) for hop in range(1, self.hops + 1)]
         return [*hops, *([f"p{self.hops}"] if self.hops > 1 else []), "rd", "rr"]
 
-    def hop_router(self, hop: int) -> str:
-        """The router whose link to the next holds hop @hop's queue (1 .. hops)."""
-        return layout.hop_router(hop)
-
     def attached(self, i: int) -> tuple[str, str]:
         """The routers host s<i> and host d<i> hang from."""
         hop = self.cross.get(i)
-        return ("rl", "rr") if hop is None else (self.hop_router(hop), self.routers[hop])
+        return ("rl", "rr") if hop is None else (layout.hop_router(hop), self.routers[hop])
 
     def sender(self, i: int) -> str:
         return self.ns(f"s{i}")
@@ -124,7 +120,7 @@ class Dumbbell(Testbed):
         the delay, jitter and loss on rd."""
         rd = self.ns("rd")
         for hop in range(1, self.hops + 1):
-            self._bottleneck(self.ns(self.hop_router(hop)), "right", shaper, rate_bps, queue)
+            self._bottleneck(self.ns(layout.hop_router(hop)), "right", shaper, rate_bps, queue)
         if rtt_ms > 0 or loss_pct > 0:
             half_us = str(int(round(rtt_ms * 500))) + "us"
             fwd = ["netem", "delay", half_us, "limit", str(netem_limit)]
@@ -182,7 +178,7 @@ class Dumbbell(Testbed):
         """A step of --bw-schedule: change the bottleneck rate in place (the
         queued packets stay), every hop's in a parking lot."""
         for hop in range(1, self.hops + 1):
-            ns = self.ns(self.hop_router(hop))
+            ns = self.ns(layout.hop_router(hop))
             if shaper == "tbf":
                 run(["tc", "qdisc", "change", "dev", "right", "root", "handle", "1:", "tbf",
                      *self._tbf_args(rate_bps)], ns=ns)
@@ -205,7 +201,7 @@ class Dumbbell(Testbed):
         """(namespace, device) of every link with a qdisc of the path: the
         bottleneck's (each hop's), the delay's, the reverse bottleneck's,
         and each flow's own delay (delay_flows)."""
-        links = [(self.ns(self.hop_router(hop)), "right") for hop in range(1, self.hops + 1)]
+        links = [(self.ns(layout.hop_router(hop)), "right") for hop in range(1, self.hops + 1)]
         links += [(self.ns("rd"), "right"), (self.ns("rd"), "left")]
         if self.reverse:
             links.append((self.ns("rr"), "left"))
