@@ -34,8 +34,9 @@ from .options import (
 @click.option("--duration", "duration_s", default=20.0, show_default=True, type=float,
               metavar="S", help="Length of the run (the paper's short runs: 20 s, long: 300 s).")
 @click.option("--flows", type=int, metavar="N",
-              help="Number of flows (default: 1, 2 for fairness and friendliness, or the "
-                   "length of the --cc list).")
+              help="Number of flows (default: 1, 2 for fairness and friendliness, the "
+                   "length of the --cc list, or a parking lot's one flow plus its cross "
+                   "flows).")
 @click.option("--mode", default="single", show_default=True,
               type=click.Choice(["single", "fairness", "friendliness"]),
               help="fairness: N flows of one variant, the background flow first; "
@@ -95,7 +96,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
         bw_schedule, aqm, aqm_params, ecn, reverse, bw_reverse, topology, hops, cross, shaper,
         repeat, seed, backend, kernel, clock, ngwa, wbrto, wbrto_unit_ms, boot_timeout, out_dir,
         db_path, as_json, quiet):
-    """Run iperf3 flows over an emulated dumbbell and summarise them.
+    """Run iperf3 flows over an emulated dumbbell (or parking lot) and summarise them.
 
     Builds the topology of Callegari et al. (senders, a router with the
     bottleneck queue, a router with netem delay and loss, receivers) in
