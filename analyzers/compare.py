@@ -18,7 +18,8 @@ from .sqlfiles import sql
 
 METRICS = ("throughput_mbps", "goodput_mbps", "system_goodput_mbps", "iperf3_mbps",
            "retransmissions", "rtt_ms", "rtt_p95_ms", "jain", "friendliness",
-           "background_mbps", "test_mbps", "flow_mbps", "utilization_pct", "bottleneck_drops",
+           "background_mbps", "test_mbps", "flow_mbps", "through_mbps", "cross_mbps",
+           "utilization_pct", "bottleneck_drops",
            "bottleneck_marks", "ce_packets")
 
 

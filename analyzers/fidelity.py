@@ -152,10 +152,10 @@ def reasons(row: dict) -> list[str]:
     if row["bottleneck_status"] == FAIL:
         steps = row.get("bottleneck_steps") or []
         steps = json.loads(steps) if isinstance(steps, str) else steps
-        hops = sorted({s["hop"] for s in steps if s.get("hop") and s["status"] == FAIL})
+        failed = sorted({queue_name(s) for s in steps if s["status"] == FAIL} - {None})
         out.append(f"bottleneck {row['bottleneck_mbps']:.4g} of "
                    f"{row['bottleneck_asked_mbps']:.4g} Mbit/s while backlogged"
-                   + (f" (failed at hop {', '.join(map(str, hops))})" if hops else ""))
+                   + (f" (failed: {', '.join(failed)})" if failed else ""))
     if row["rtt_status"] == FAIL:
         out.append(f"min RTT {row['rtt_min_ms']:.3g} ms, outside {row['rtt_low_ms']:.3g}-"
                    f"{row['rtt_high_ms']:.3g} ms for --rtt {row['rtt_asked_ms']:g}")
@@ -190,28 +190,18 @@ def _steps(p: dict) -> list[tuple[float, float]]:
 
 
 def _bottleneck(con, run: dict, p: dict) -> dict:
-    """The service rate of the bottleneck, or of each hop of a parking lot
-    (its steps then name their hop), judged per step of the schedule."""
+    """The service rate of each bottleneck queue (_queues), judged per step
+    of its rate; its steps name the queue when there is more than one."""
     out = {"bottleneck_status": UNKNOWN, "bottleneck_mbps": None, "bottleneck_asked_mbps": None,
            "backlogged_departures": None, "bottleneck_steps": None}
     if not p or run["started_ns"] is None:
         return out
-    hops = con.execute("SELECT hop, arrivals_capture, departures_capture FROM hops "
-                       "WHERE run_id = $1 ORDER BY hop", [run["run_id"]]).fetchall()
-    if not hops:
-        hops = [(None, run["sender_capture"], run["bottleneck_capture"])]
-    # with reverse flows the bottleneck capture holds both bottlenecks'
-    # departures: the forward one's are the packets sent from the left, a
-    # forward flow's client's port or a reverse flow's server's
-    rightward = [port for port, in con.execute(
-        "SELECT if(direction = 'reverse', dst_port, src_port) FROM flows WHERE run_id = $1",
-        [run["run_id"]]).fetchall()] if p.get("reverse") else None
     shown = []
-    for hop, arrivals, departures in hops:
+    for name, arrivals, departures, through, steps in _queues(con, run, p):
         if arrivals is None or departures is None:
             return out
-        shown += [{**({"hop": hop} if hop else {}), **step} for step in
-                  _service(con, run, p, arrivals, departures, rightward)]
+        shown += [{**name, **step} for step in
+                  _service(con, run, p, arrivals, departures, through, steps)]
     out["backlogged_departures"] = sum(s["departures"] for s in shown)
     out["bottleneck_steps"] = shown
     judged = [s for s in shown if s["status"] != NA]
@@ -225,14 +215,43 @@ def _bottleneck(con, run: dict, p: dict) -> dict:
     return out
 
 
+def queue_name(step: dict) -> str | None:
+    """The queue a step of the check measured, when the run has more than
+    one: `hop 2`, `forward`, `reverse`."""
+    return f"hop {step['hop']}" if step.get("hop") else step.get("queue")
+
+
+def _queues(con, run: dict, p: dict) -> list[tuple]:
+    """Each queue the check measures: (its name in the steps, the capture
+    of what entered its router, the capture of what left it, the source
+    ports of the packets through it (None: all), the steps of its rate).
+    A parking lot's hops; else the forward bottleneck and, with reverse
+    flows, the reverse one: the bottleneck capture then holds both queues'
+    departures, the forward one's sent from the left (a forward flow's
+    client's port, a reverse flow's server's), the reverse one's from the
+    right, at --bw-reverse throughout."""
+    hops = con.execute("SELECT hop, arrivals_capture, departures_capture FROM hops "
+                       "WHERE run_id = $1 ORDER BY hop", [run["run_id"]]).fetchall()
+    if hops:
+        return [({"hop": hop}, a, d, None, _steps(p)) for hop, a, d in hops]
+    sender, bottleneck = run["sender_capture"], run["bottleneck_capture"]
+    if not p.get("reverse"):
+        return [({}, sender, bottleneck, None, _steps(p))]
+    ports = con.execute("SELECT if(direction = 'reverse', dst_port, src_port), "
+                        "if(direction = 'reverse', src_port, dst_port) FROM flows "
+                        "WHERE run_id = $1", [run["run_id"]]).fetchall()
+    back = float(p.get("bw_reverse_bps") or p["bw_bps"])
+    return [({"queue": "forward"}, sender, bottleneck, [r for r, _ in ports], _steps(p)),
+            ({"queue": "reverse"}, sender, bottleneck, [left for _, left in ports], [(0.0, back)])]
+
+
 def _service(con, run: dict, p: dict, arrivals: int, departures: int,
-             rightward: list[int] | None) -> list[dict]:
-    """Per step of the schedule, the rate of the queue between capture
-    @arrivals (what entered its router) and @departures (what left it)."""
-    steps = _steps(p)
+             through: list[int] | None, steps: list[tuple[float, float]]) -> list[dict]:
+    """Per step of @steps, the rate of the queue between capture @arrivals
+    (what entered its router) and @departures (what left it)."""
     rows = con.execute(sql("fidelity_service"), {
         "sender": arrivals, "bottleneck": departures,
-        "rightward": rightward, "charged_after": p.get("shaper", "htb") == "htb",
+        "through": through, "charged_after": p.get("shaper", "htb") == "htb",
         "started_ns": run["started_ns"], "starts": [t for t, _ in steps],
         "guard_before": STEP_GUARD_S[0], "guard_after": STEP_GUARD_S[1]}).fetchall()
     got = {step: (n, nbytes, gap_ns) for step, n, nbytes, gap_ns in rows}

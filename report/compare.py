@@ -22,7 +22,8 @@ HEADINGS = {
     "rtt_ms": ("RTT ms", 1), "rtt_p95_ms": ("RTT p95 ms", 1), "jain": ("Jain", 3),
     "friendliness": ("vs Reno", 2),
     "background_mbps": ("background Mbit/s", 2), "test_mbps": ("test flows Mbit/s", 2),
-    "flow_mbps": ("per flow Mbit/s", 2), "utilization_pct": ("utilisation %", 1),
+    "flow_mbps": ("per flow Mbit/s", 2), "through_mbps": ("through all hops Mbit/s", 2),
+    "cross_mbps": ("cross flows Mbit/s", 2), "utilization_pct": ("utilisation %", 1),
     "bottleneck_drops": ("queue drops", 1), "bottleneck_marks": ("queue CE marks", 1),
     "ce_packets": ("CE pkts (capture)", 1),
 }

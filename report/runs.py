@@ -158,9 +158,10 @@ def fidelity_parts(f: dict, backend: str | None) -> list[str]:
     b, r, lo, c, p, cpu = (f[k] for k in ("bottleneck", "rtt", "loss", "capture", "probe", "cpu"))
     out = []
     if b["status"] in ("pass", "fail"):
-        steps, hops = len(b["steps"]), len({st.get("hop") for st in b["steps"]} - {None})
-        of = f"{hops} hops" + (f", {steps // hops} steps each" if steps > hops else "") \
-            if hops else f"{steps} steps"
+        # a parking lot's hops or both directions' queues name their steps
+        steps, named = len(b["steps"]), len({st.get("hop") or st.get("queue")
+                                             for st in b["steps"]} - {None})
+        of = f"{named} queues" if named else f"{steps} steps"
         out.append(f"bottleneck {_num(b['mbps'], '.4g')} of {_num(b['asked_mbps'], '.4g')} "
                    f"Mbit/s while backlogged" + (f" (the worst of {of})" if steps > 1 else ""))
     else:

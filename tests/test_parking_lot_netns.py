@@ -137,7 +137,9 @@ def test_a_sweep_over_hops_is_grouped_by_them(tmp_path):
     """`tcpvar sweep --hops 2,3` runs a parking lot of each size, and
     `compare --by hops` groups them: the drops are every hop's (tc's own
     counters in the run folder, summed), the utilisation the first hop's
-    (its flows fill it, and no more than it)."""
+    (its flows fill it, and no more than it), the rates of the flow through
+    every hop and of the cross flows iperf3's own (the client's report of
+    what its receiver counted)."""
     from conftest import tcpvar_main
 
     r = tcpvar_main("sweep", "--name", "lot", "--cc", "reno", "--topology", "parking-lot",
@@ -155,6 +157,11 @@ def test_a_sweep_over_hops_is_grouped_by_them(tmp_path):
         assert g["n"] == 1 and g["mean"]["bottleneck_drops"] == \
             sum(q["drops"] for q in queues.values())
         assert 80 < g["mean"]["utilization_pct"] <= 101, g["mean"]
+        rates = [json.loads((folders[hops] / f"iperf-{i}.json").read_text())
+                 ["end"]["sum_received"]["bits_per_second"] / 1e6 for i in range(1, hops + 2)]
+        assert g["mean"]["through_mbps"] == pytest.approx(rates[0], rel=1e-9)
+        assert g["mean"]["cross_mbps"] == pytest.approx(sum(rates[1:]) / hops, rel=1e-9)
+        assert rates[0] < min(rates[1:])
 
 
 def test_the_hops_survive_export_and_merge(parking_lot, tmp_path):

@@ -98,10 +98,17 @@ def test_every_flow_is_captured_once_at_its_sender(reverse_run):
         assert f["retransmitted_packets"] == final > 0, (f, final)
 
 
-def test_the_forward_rate_check_ignores_the_reverse_queue(reverse_run):
-    """The fidelity check measures the forward bottleneck alone, though the
-    bottleneck capture holds both queues' departures and ACKs share the
-    forward one: HTB's rate, as asked."""
+def test_each_bottleneck_is_checked_at_its_own_rate(reverse_run):
+    """The fidelity check measures each queue from its own departures,
+    though the bottleneck capture holds both and ACKs share each: HTB's
+    rate, as asked, the forward one's at --bw and the reverse one's at
+    --bw-reverse."""
     _, run = reverse_run
     b = run["fidelity"]["bottleneck"]
-    assert b["status"] == "pass" and close(b["mbps"], BW / 1e6, 0.03), b
+    assert b["status"] == "pass", b
+    steps = {s["queue"]: s for s in b["steps"]}
+    assert set(steps) == {"forward", "reverse"}
+    for queue, asked in (("forward", BW), ("reverse", BW_REVERSE)):
+        s = steps[queue]
+        assert s["asked_bps"] == asked and s["status"] == "pass", s
+        assert close(s["bps"], asked, 0.03), s

@@ -20,10 +20,14 @@
 -- flows' start ($started_ns); pairs within $guard_before s before to
 -- $guard_after s after a rate change are left out (the change is applied
 -- up to a loop's sleep late, and the queue then drains at the new rate).
--- With reverse flows, the bottleneck capture holds the reverse bottleneck's
--- departures too: $rightward lists the source ports of the packets through
--- the forward one (NULL: every packet went through it).
--- Parameters: $sender, $bottleneck (capture ids), $rightward, $charged_after,
+-- The same holds for a parking lot's hop k (what entered its router,
+-- hop<k>-in.pcap, and what left its queue, hop<k>.pcap). With reverse
+-- flows, the bottleneck capture holds both bottlenecks' departures and the
+-- sender capture the reverse flows' arrivals at rr: $through lists the
+-- source ports of the packets through the queue measured (NULL: every
+-- departure went through it). The forward flows' ACKs entering rr are not
+-- captured, so a gap ending with one of them leaves the reverse queue's sum.
+-- Parameters: $sender, $bottleneck (capture ids), $through, $charged_after,
 -- $started_ns, $starts
 -- (DOUBLE[]: each step's start, seconds, ascending, the first 0),
 -- $guard_before, $guard_after.
@@ -39,7 +43,7 @@ WITH side AS (
     WHERE p.capture_id IN ($sender, $bottleneck)
 ),
 departed AS (SELECT * FROM side WHERE capture_id = $bottleneck
-             AND ($rightward IS NULL OR list_contains($rightward::INTEGER[], sport))),
+             AND ($through IS NULL OR list_contains($through::INTEGER[], sport))),
 arrived AS (SELECT * FROM side WHERE capture_id = $sender),
 matched AS (
     SELECT d.frame, any_value(d.ts_ns) AS ts_ns, any_value(d.wire_len) AS wire_len,

@@ -14,7 +14,8 @@
 -- iperf3's rates of the background flow (the first, in fairness and
 -- friendliness runs) and of the test flows (their mean): the paper's
 -- "connection 1" and "connection 2", or "Reno" and the variant; the mean
--- of the flows' iperf3 rates, the link's utilisation (all data the forward
+-- of the flows' iperf3 rates, and in a parking lot the mean iperf3 rate of
+-- the flows through every hop and of the cross flows; the link's utilisation (all data the forward
 -- flows sent over the run's span, over the bottleneck rate; in a parking
 -- lot the first hop's: the flows through every hop and its cross flows),
 -- the packets the bottleneck queue dropped and those it marked CE (a parking
@@ -27,7 +28,7 @@ WITH per_flow AS (
     -- forward: the flow shares the forward bottleneck (runs before
     -- --reverse have no direction); first_hop: and its first hop, in a
     -- parking lot (a cross flow of another hop does not)
-    SELECT r.*, f.direction IS DISTINCT FROM 'reverse' AS forward,
+    SELECT r.*, f.hop, f.direction IS DISTINCT FROM 'reverse' AS forward,
            f.direction IS DISTINCT FROM 'reverse' AND coalesce(f.hop, 1) = 1 AS first_hop
     FROM flow_rates r JOIN flows f USING (run_id, flow)
     WHERE list_contains($run_ids::INTEGER[], r.run_id)
@@ -84,6 +85,10 @@ SELECT run_id,
        CASE WHEN bool_or(role = 'background')
             THEN avg(iperf_bps) FILTER (WHERE role = 'test') / 1e6 END AS test_mbps,
        avg(iperf_bps) / 1e6 AS flow_mbps,
+       -- a parking lot's: the flows through every hop, and the cross flows
+       CASE WHEN bool_or(hop IS NOT NULL)
+            THEN avg(iperf_bps) FILTER (WHERE hop IS NULL) / 1e6 END AS through_mbps,
+       avg(iperf_bps) FILTER (WHERE hop IS NOT NULL) / 1e6 AS cross_mbps,
        100 * 8 * sum(data_bytes) FILTER (WHERE first_hop)
            / nullif(any_value(span.span_s), 0) / any_value(bw_bps) AS utilization_pct,
        any_value(queue.bottleneck_drops) AS bottleneck_drops,
