@@ -1,7 +1,7 @@
 """A run folder -> the store: the run and its flows (manifest and iperf3
-reports), iperf3's intervals, both pcaps (through the capture ingest), the
-tcp_probe events, the routers' queue statistics, and each flow's connection
-in the sender capture."""
+reports), iperf3's intervals, both pcaps (through the capture ingest) and
+a parking lot's hops' own, the tcp_probe events, the routers' queue
+statistics, and each flow's connection in the sender capture."""
 from __future__ import annotations
 
 import json
@@ -45,10 +45,11 @@ def load_run(store, run_dir: Path, progress=None) -> int:
     con = store.con
     run_id = new_run_id(con)
     captures = {}
-    hops = m["params"].get("hops") or 1
-    names = [*layout.CAPTURES, *(layout.hop_capture(hop, arrivals) for hop in
-                                 range(1, hops + 1) if hops > 1 for arrivals in (False, True)
-                                 if hop > 1 or not arrivals)]
+    hops = m["params"].get("hops") or 1         # checked: at most checks.MAX_HOPS
+    names = list(layout.CAPTURES)
+    if hops > 1:        # a parking lot's hops' own captures (hop 1's arrivals: sender.pcap)
+        names += [layout.hop_capture(hop) for hop in range(1, hops + 1)]
+        names += [layout.hop_capture(hop, arrivals=True) for hop in range(2, hops + 1)]
     for name in names:
         path = run_dir / layout.pcap(name)
         if not path.exists() or path.stat().st_size == 0:
