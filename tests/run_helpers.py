@@ -95,5 +95,23 @@ def assert_nothing_left(run: dict) -> None:
         assert not processes_mentioning(f"-p {f['dst_port']} ")
 
 
+def queues(run_dir: Path) -> dict[str, dict]:
+    """The bottleneck queues of a run folder (under the rate limiter), as
+    the kernel reported them at the end, by router."""
+    out: dict[str, dict] = {}
+    for q in json.loads((run_dir / "tc-stats.json").read_text()):
+        if q.get("parent") == "1:1":
+            assert q["router"] not in out, f"two bottleneck queues on {q['router']}"
+            out[q["router"]] = q
+    return out
+
+
+def netem_delays(run_dir: Path) -> dict[tuple[str, str], float]:
+    """netem's delay (ms) on each (router or host, device) of a run folder."""
+    return {(q["router"], q["dev"]): 1e3 * q["options"]["delay"]["delay"]
+            for q in json.loads((run_dir / "tc-stats.json").read_text())
+            if q["kind"] == "netem"}
+
+
 def close(a: float, b: float, rel: float) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b))

@@ -5,12 +5,13 @@ reports and tshark on the hops' captures."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from run_helpers import close, tcpvar_run
+from tshark_truth import count, fields
+
+from run_helpers import close, queues, tcpvar_run
 
 BW, HOPS, BUFFER = 10e6, 3, 40
 ROUTERS = ("rl", "p1", "p2")        # hop k's queue is on the k-th
@@ -27,18 +28,10 @@ def parking_lot(tmp_path_factory):
     return tmp, run
 
 
-def tshark_count(path: Path, display: str) -> int:
-    out = subprocess.run(["tshark", "-r", str(path), "-Y", display, "-T", "fields",
-                          "-e", "frame.number"], capture_output=True, text=True, check=True)
-    return len(out.stdout.split())
-
-
 def data_senders(path: Path) -> set[str]:
     """The source addresses of the data segments in @path (tshark): each
     flow's host, its iperf3 control connection's too."""
-    out = subprocess.run(["tshark", "-r", str(path), "-Y", "tcp.len > 0", "-T", "fields",
-                          "-e", "ip.src"], capture_output=True, text=True, check=True)
-    return set(out.stdout.split())
+    return {src for src, in fields(path, "tcp.len > 0", "ip.src")}
 
 
 def port(endpoint: str) -> int:
@@ -49,18 +42,12 @@ def host(endpoint: str) -> str:
     return endpoint.rsplit(":", 1)[0]
 
 
-def hop_queues(run_dir: Path) -> dict[str, dict]:
-    """Each hop's queue as the kernel reported it, by router."""
-    qdiscs = json.loads((run_dir / "tc-stats.json").read_text())
-    return {q["router"]: q for q in qdiscs if q.get("parent") == "1:1"}
-
-
 def test_each_hop_has_the_queue_asked_for(parking_lot):
     """Every hop's router has the rate limiter and the pfifo of --buffer
     (tc's own words in tc-stats.txt), and the summary names them."""
     _, run = parking_lot
     run_dir = Path(run["dir"])
-    q = hop_queues(run_dir)
+    q = queues(run_dir)
     assert set(q) == set(ROUTERS)
     assert all(x["kind"] == "pfifo" and x["options"]["limit"] == BUFFER for x in q.values())
     text = (run_dir / "tc-stats.txt").read_text()
@@ -95,15 +82,15 @@ def test_each_hop_sent_and_dropped_what_its_captures_show(parking_lot):
     permanent, so no ARP does)."""
     _, run = parking_lot
     run_dir = Path(run["dir"])
-    q = hop_queues(run_dir)
+    q = queues(run_dir)
     main, *cross = run["flows"]
     for k, router in enumerate(ROUTERS, start=1):
         left = run_dir / f"hop{k}.pcap"
         entered = run_dir / ("sender.pcap" if k == 1 else f"hop{k}-in.pcap")
-        assert tshark_count(left, "tcp") == q[router]["packets"]
+        assert count(left, "tcp") == q[router]["packets"]
         # what the hosts of its flows sent, the iperf3 control connections' too
         through = f"ip.src == {host(main['src'])} || ip.src == {host(cross[k - 1]['src'])}"
-        lost = tshark_count(entered, through) - tshark_count(left, through)
+        lost = count(entered, through) - count(left, through)
         assert lost == q[router]["drops"] > 0, (k, lost, q[router]["drops"])
 
 
@@ -117,9 +104,9 @@ def test_each_flow_is_in_sender_and_bottleneck_once(parking_lot):
         data = f"tcp.srcport == {port(f['src'])} && tcp.len > 0"
         first, last = (1, HOPS) if f["hop"] is None else (f["hop"], f["hop"])
         entered = run_dir / ("sender.pcap" if first == 1 else f"hop{first}-in.pcap")
-        assert tshark_count(run_dir / "sender.pcap", data) == tshark_count(entered, data) > 0
-        assert tshark_count(run_dir / "bottleneck.pcap", data) == \
-            tshark_count(run_dir / f"hop{last}.pcap", data) > 0
+        assert count(run_dir / "sender.pcap", data) == count(entered, data) > 0
+        assert count(run_dir / "bottleneck.pcap", data) == \
+            count(run_dir / f"hop{last}.pcap", data) > 0
 
 
 def test_every_hop_is_checked_at_its_rate(parking_lot):
@@ -152,10 +139,10 @@ def test_a_sweep_over_hops_is_grouped_by_them(tmp_path):
     groups = {g["key"]["hops"]: g for g in json.loads(r.stdout)["groups"]}
     assert set(groups) == set(folders) == {2, 3}
     for hops, g in groups.items():
-        queues = hop_queues(folders[hops])
-        assert len(queues) == hops
+        hop_queues = queues(folders[hops])
+        assert len(hop_queues) == hops
         assert g["n"] == 1 and g["mean"]["bottleneck_drops"] == \
-            sum(q["drops"] for q in queues.values())
+            sum(q["drops"] for q in hop_queues.values())
         assert 80 < g["mean"]["utilization_pct"] <= 101, g["mean"]
         rates = [json.loads((folders[hops] / f"iperf-{i}.json").read_text())
                  ["end"]["sum_received"]["bits_per_second"] / 1e6 for i in range(1, hops + 2)]

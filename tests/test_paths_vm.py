@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tshark_truth import count, fields
+
 from conftest import tcpvar_main
-from run_helpers import tcpvar_run
+from run_helpers import netem_delays, queues, tcpvar_run
 
 pytestmark = pytest.mark.slow
 
@@ -22,27 +23,13 @@ pytestmark = pytest.mark.slow
 PATH = ("--bw", "10mbit", "--duration", 10)
 
 
-def tshark(path: Path, display: str, *fields: str) -> list[list[str]]:
-    out = subprocess.run(["tshark", "-r", str(path), "-Y", display, "-T", "fields",
-                          *[a for f in fields for a in ("-e", f)]],
-                         capture_output=True, text=True, check=True).stdout
-    return [line.split("\t") for line in out.splitlines()]
-
-
 def rtt_samples(run_dir: Path, flow: dict) -> list[float]:
     """tshark's RTT samples (ms) of a flow's data, at the ACKs back to its
     sender, in the sender capture."""
-    rows = tshark(run_dir / "sender.pcap",
+    rows = fields(run_dir / "sender.pcap",
                   f"tcp.srcport == {flow['dst_port']} && tcp.dstport == {flow['src_port']} "
                   f"&& tcp.analysis.ack_rtt", "tcp.analysis.ack_rtt")
     return [1e3 * float(r[0]) for r in rows]
-
-
-def bottleneck(run_dir: Path) -> dict:
-    """The bottleneck queue as the kernel reported it at the run's end."""
-    qdiscs = json.loads((run_dir / "tc-stats.json").read_text())
-    (q,) = [q for q in qdiscs if q["router"] == "rl" and q.get("parent") == "1:1"]
-    return q
 
 
 def p95(xs: list[float]) -> float:
@@ -67,14 +54,14 @@ def test_the_queue_is_the_one_asked_for(aqm_study):
     _, dirs = aqm_study
     # 10 BDP at the flows' mean RTT (50 ms) and 10 Mbit/s: 625,000 bytes,
     # 412 full frames for the queue that counts packets
-    fifo, fq = bottleneck(dirs["bfifo"]), bottleneck(dirs["fq_codel"])
+    fifo, fq = queues(dirs["bfifo"])["rl"], queues(dirs["fq_codel"])["rl"]
     assert (fifo["kind"], fifo["options"]["limit"]) == ("bfifo", 625000)
     assert (fq["kind"], fq["options"]["limit"]) == ("fq_codel", 625000 // 1514)
     assert fq["options"]["target"] == 4999 and fq["options"]["ecn"] is True    # tc's defaults
     # RED's thresholds where --aqm-params leaves them: min a sixth of the
     # limit, max three times min (tc -j does not print max_p); it drops
     # before the queue is full ("early"), which a drop-tail queue never does
-    red = bottleneck(dirs["red"])
+    red = queues(dirs["red"])["rl"]
     assert red["kind"] == "red"
     assert (red["options"]["limit"], red["options"]["min"], red["options"]["max"]) == \
         (625000, 625000 // 6, 3 * (625000 // 6))
@@ -92,9 +79,7 @@ def test_each_flow_has_its_own_rtt(aqm_study):
     _, dirs = aqm_study
     for aqm, run_dir in dirs.items():
         m = json.loads((run_dir / "manifest.json").read_text())
-        delays = {(q["router"], q["dev"]): 1e3 * q["options"]["delay"]["delay"]
-                  for q in json.loads((run_dir / "tc-stats.json").read_text())
-                  if q["kind"] == "netem"}
+        delays = netem_delays(run_dir)
         for flow, asked in zip(m["flows"], (20, 80)):
             i = flow["flow"]
             own = delays.get(("rr", f"d{i}"), 0) + delays.get((f"d{i}", "eth0"), 0)
@@ -153,11 +138,11 @@ def test_codel_marks_and_the_capture_sees_the_marks(ecn_run):
     is the iperf3 control connections', ECN-capable too)."""
     tmp, run = ecn_run
     run_dir = Path(run["dir"])
-    q = bottleneck(run_dir)
+    q = queues(run_dir)["rl"]
     assert q["kind"] == "codel" and q["options"]["ecn"] is True
     marks = q["ecn_mark"]
     assert marks > 20, "the queue never marked: nothing was tested"
-    ports = tshark(run_dir / "bottleneck.pcap", "ip.dsfield.ecn == 3", "tcp.srcport",
+    ports = fields(run_dir / "bottleneck.pcap", "ip.dsfield.ecn == 3", "tcp.srcport",
                    "tcp.dstport")
     seen = len(ports)
     lost = run["fidelity"]["capture"]["drops"] or 0
@@ -180,7 +165,7 @@ def test_each_sender_hears_its_marks(ecn_run):
     m = json.loads((run_dir / "manifest.json").read_text())
     for flow, summary in zip(m["flows"], run["flows"]):
         assert flow["ecn"] is True and summary["ecn"]["asked"] is True
-        ece = tshark(run_dir / "sender.pcap",
+        ece = fields(run_dir / "sender.pcap",
                      f"tcp.srcport == {flow['dst_port']} && tcp.dstport == {flow['src_port']} "
                      f"&& tcp.flags.ece == 1", "frame.number")
         assert summary["ecn"]["ece_packets"] == len(ece) > 1, flow["cc"]
@@ -207,9 +192,7 @@ def test_a_reverse_flow_has_its_own_rtt(reverse_run):
     _, run = reverse_run
     run_dir = Path(run["dir"])
     m = json.loads((run_dir / "manifest.json").read_text())
-    delays = {(q["router"], q["dev"]): 1e3 * q["options"]["delay"]["delay"]
-              for q in json.loads((run_dir / "tc-stats.json").read_text())
-              if q["kind"] == "netem"}
+    delays = netem_delays(run_dir)
     shared = delays[("rd", "right")] + delays[("rd", "left")]
     assert shared + delays[("rl", "s2")] + delays[("s2", "eth0")] == pytest.approx(60)
     for flow, asked in zip(m["flows"], (20, 60)):
@@ -223,18 +206,16 @@ def test_the_reverse_queue_marks_the_reverse_data(reverse_run):
     the reverse queue's marks, and the reverse flow's in tcpvar's summary."""
     _, run = reverse_run
     run_dir = Path(run["dir"])
-    queues = {q["router"]: q for q in json.loads((run_dir / "tc-stats.json").read_text())
-              if q.get("parent") == "1:1"}
-    assert queues["rr"]["kind"] == "codel" and queues["rr"]["options"]["ecn"] is True
+    q = queues(run_dir)
+    assert q["rr"]["kind"] == "codel" and q["rr"]["options"]["ecn"] is True
     lost = run["fidelity"]["capture"]["drops"] or 0
     for router, net, flow in (("rl", "198.19", run["flows"][0]),
                               ("rr", "198.18", run["flows"][1])):
-        marks = queues[router]["ecn_mark"]
-        seen = len(tshark(run_dir / "bottleneck.pcap",
-                          f"ip.dsfield.ecn == 3 && ip.dst == {net}.0.0/16", "frame.number"))
+        marks = q[router]["ecn_mark"]
+        seen = count(run_dir / "bottleneck.pcap", f"ip.dsfield.ecn == 3 && ip.dst == {net}.0.0/16")
         assert marks > 5 and marks - lost <= seen <= marks, (router, marks, seen)
         assert flow["ecn"]["ce_packets"] == seen, router
-    assert run["reverse_bottleneck"]["counters"]["ecn_mark"] == queues["rr"]["ecn_mark"]
+    assert run["reverse_bottleneck"]["counters"]["ecn_mark"] == q["rr"]["ecn_mark"]
 
 
 @pytest.fixture(scope="module")
@@ -258,9 +239,7 @@ def test_each_flow_of_the_parking_lot_has_its_own_rtt(parking_lot):
     _, run = parking_lot
     run_dir = Path(run["dir"])
     m = json.loads((run_dir / "manifest.json").read_text())
-    delays = {(q["router"], q["dev"]): 1e3 * q["options"]["delay"]["delay"]
-              for q in json.loads((run_dir / "tc-stats.json").read_text())
-              if q["kind"] == "netem"}
+    delays = netem_delays(run_dir)
     assert delays[("rd", "right")] + delays[("rd", "left")] + delays[("rr", "d1")] + \
         delays[("d1", "eth0")] == pytest.approx(30)
     for i, router, asked in ((2, "p1", 20), (3, "p2", 60)):

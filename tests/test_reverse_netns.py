@@ -6,12 +6,13 @@ tshark on the captures."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from run_helpers import close, tcpvar_run
+from tshark_truth import count
+
+from run_helpers import close, queues, tcpvar_run
 
 BW, BW_REVERSE = 10e6, 5e6
 
@@ -25,18 +26,6 @@ def reverse_run(tmp_path_factory):
     assert rc == 0, err
     (run,) = doc["runs"]
     return tmp, run
-
-
-def tshark_count(path: Path, display: str) -> int:
-    out = subprocess.run(["tshark", "-r", str(path), "-Y", display, "-T", "fields",
-                          "-e", "frame.number"], capture_output=True, text=True, check=True)
-    return len(out.stdout.split())
-
-
-def queues(run_dir: Path) -> dict[str, dict]:
-    """The two bottleneck queues as the kernel reported them, by router."""
-    qdiscs = json.loads((run_dir / "tc-stats.json").read_text())
-    return {q["router"]: q for q in qdiscs if q.get("parent") == "1:1"}
 
 
 def test_the_reverse_flow_sends_from_the_receivers_side(reverse_run):
@@ -73,12 +62,12 @@ def test_each_bottleneck_sent_what_its_capture_holds(reverse_run):
     q = queues(run_dir)
     assert set(q) == {"rl", "rr"}
     pcap = run_dir / "bottleneck.pcap"
-    assert tshark_count(pcap, "ip.dst == 198.19.0.0/16") == q["rl"]["packets"]
-    assert tshark_count(pcap, "ip.dst == 198.18.0.0/16") == q["rr"]["packets"]
+    assert count(pcap, "ip.dst == 198.19.0.0/16") == q["rl"]["packets"]
+    assert count(pcap, "ip.dst == 198.18.0.0/16") == q["rr"]["packets"]
     rev = run["flows"][1]
     port = rev["dst"].rsplit(":", 1)[1]
     data = f"tcp.dstport == {port} && tcp.len > 0"
-    lost = tshark_count(run_dir / "sender.pcap", data) - tshark_count(pcap, data)
+    lost = count(run_dir / "sender.pcap", data) - count(pcap, data)
     assert 0 < lost <= q["rr"]["drops"], (lost, q["rr"]["drops"])
     assert run["reverse_bottleneck"]["drops"] == q["rr"]["drops"]
 

@@ -271,3 +271,33 @@ def test_a_manifest_that_is_a_folder_is_one_line(their_run, tmp_path):
     assert res.returncode == ExitStatus.BAD_INPUT, res.stderr
     (line,) = error_lines(res.stderr)
     assert line.endswith("manifest.json: not a regular file")
+
+
+def test_a_parking_lots_hop_captures_planted_as_links(their_run, tmp_path):
+    """A folder that says it is a parking lot has its hops' captures read:
+    one a symlink to a victim's file, one to a name with ../ in it, one
+    missing. The run is stored with a note per capture that is not one,
+    its hops without them, and nothing but the store changes. (A hop count
+    beyond 8 is refused: test_untrusted_text.)"""
+    folder = copy_of(their_run, tmp_path)
+    target = victim(tmp_path)
+    m = json.loads((folder / "manifest.json").read_text())
+    m["params"].update(topology="parking-lot", hops=3)
+    (folder / "manifest.json").write_text(json.dumps(m))
+    (folder / "hop2-in.pcap").symlink_to(target)
+    (folder / "hop2.pcap").symlink_to(Path("..") / target.name)
+    shutil.copy(folder / "bottleneck.pcap", folder / "hop1.pcap")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    res = open_folder("load", folder, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert target.read_text() == SECRET
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    changed = {p for p in before if after.get(p) != before[p]} | (set(after) - set(before))
+    assert all(p.relative_to(tmp_path).parts[0].startswith("mine.duckdb") for p in changed), \
+        changed
+    con = duckdb.connect(str(tmp_path / "mine.duckdb"), read_only=True)
+    (error,) = con.execute("SELECT error FROM runs").fetchone()
+    assert "hop2-in.pcap: " in error and "hop2.pcap: " in error, error
+    rows = con.execute("SELECT hop, router, arrivals_capture IS NOT NULL, "
+                       "departures_capture IS NOT NULL FROM hops ORDER BY hop").fetchall()
+    assert rows == [(1, "rl", True, True), (2, "p1", False, False), (3, "p2", False, False)]

@@ -11,6 +11,19 @@ from pathlib import Path
 Sender = tuple[str, int]            # (source address, source port)
 
 
+def fields(path: Path, display: str, *names: str) -> list[list[str]]:
+    """tshark's @names fields of the packets of @path that match @display."""
+    out = subprocess.run(["tshark", "-r", str(path), "-Y", display, "-T", "fields",
+                          *[a for f in names for a in ("-e", f)]],
+                         capture_output=True, text=True, check=True).stdout
+    return [line.split("\t") for line in out.splitlines()]
+
+
+def count(path: Path, display: str) -> int:
+    """The packets of @path that match @display (tshark)."""
+    return len(fields(path, display, "frame.number"))
+
+
 @dataclass
 class Capture:
     first_ns: int = 0                                    # the first record's time
