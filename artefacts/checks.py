@@ -193,7 +193,10 @@ FLOW = {        # run_folder.FLOW_KEYS, each with its type
     "rtt_ms": (_NUM, False), "ecn": (_BOOL, False),     # runs before --rtt lists lack them
     "direction": (_TEXT, False),                        # and before --reverse
     "hop": (_POS, False),                               # a parking lot's cross flow
+    "outcome": (_TEXT, False),          # how its client ended; runs before it lack it
 }
+# how a flow's iperf3 client ended (capture/runner.py outcome())
+OUTCOMES = ("complete", "cut", "never connected")
 PROBE = {"source": (_TEXT, False), "reason": (_TEXT, False), "events": (_CNT, False),
          "lost": (_CNT, False), "error": (_TEXT, False)}
 STUDY = {"name": (_TEXT, True), "cell": (_TEXT, True)}
@@ -282,6 +285,9 @@ def _flows(flows: list) -> None:
         if f.get("direction", "forward") not in ("forward", "reverse"):
             raise _Bad(f"{where}.direction: {_shown(f['direction'])} is neither forward "
                        f"nor reverse")
+        if f.get("outcome", "complete") not in OUTCOMES:
+            raise _Bad(f"{where}.outcome: {_shown(f['outcome'])} is not one of "
+                       f"{', '.join(OUTCOMES)}")
         numbers.add(f["flow"])
 
 

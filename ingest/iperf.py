@@ -19,7 +19,10 @@ def flow_summary(client: dict | None, server: dict | None) -> dict:
     received as the server counted them."""
     end = (client or {}).get("end", {})
     sent = end.get("sum_sent", {})
-    received = end.get("sum_received") or (server or {}).get("end", {}).get("sum_received", {})
+    # a client ended before the results exchange has no receiver's count
+    received = ((server or {}).get("end", {}).get("sum_received") if (client or {}).get("error")
+                else None) or end.get("sum_received") or \
+        (server or {}).get("end", {}).get("sum_received", {})
     return {"bytes_sent": sent.get("bytes"), "iperf_retransmits": sent.get("retransmits"),
             "bytes_received": received.get("bytes"),
             "iperf_bps": received.get("bits_per_second"),

@@ -155,7 +155,8 @@ def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | 
                "duration_s")}, "conn": conn,
            **{k: s[k] for k in ("bytes_sent", "bytes_received", "iperf_bps", "iperf_retransmits")},
            "base_rtt_ms": f.get("rtt_ms", rtt_ms), "ecn": f.get("ecn"),
-           "direction": f.get("direction", "forward"), "hop": f.get("hop")}
+           "direction": f.get("direction", "forward"), "hop": f.get("hop"),
+           "outcome": f.get("outcome")}
     con.execute(f"INSERT INTO flows ({', '.join(row)}) "
                 f"VALUES ({', '.join(f'${i}' for i in range(1, len(row) + 1))})",
                 list(row.values()))

@@ -105,6 +105,10 @@ def summary_lines(s: dict) -> list[str]:
             f"flow {f['flow']} {_g(f['ecn']['ce_packets'])} CE-marked at the bottleneck, "
             f"{_g(f['ecn']['ece_packets'])} ECE, {_g(f['ecn']['cwr_packets'])} CWR"
             for f in marked))
+    for kind, what in (("never connected", "never connected (carried nothing)"),
+                       ("cut", "cut: still running after their planned end, ended by tcpvar")):
+        if flows := [str(f["flow"]) for f in s["flows"] if f.get("outcome") == kind]:
+            lines.append(f"flow{'s' if len(flows) > 1 else ''} {', '.join(flows)} {what}")
     ngwa = [f for f in s["flows"] if f.get("ngwa_window_bytes")]
     if ngwa:
         lines.append("NGWA window after the bottleneck: " + "; ".join(

@@ -329,3 +329,6 @@ ALTER TABLE flows ADD COLUMN IF NOT EXISTS ecn BOOLEAN;
 ALTER TABLE flows ADD COLUMN IF NOT EXISTS direction VARCHAR;
 -- and before the parking lot: a cross flow's hop, NULL for a flow through them all
 ALTER TABLE flows ADD COLUMN IF NOT EXISTS hop INTEGER;
+-- and before a late client was cut: how its iperf3 client ended, 'complete',
+-- 'cut' (ended after its planned end) or 'never connected'
+ALTER TABLE flows ADD COLUMN IF NOT EXISTS outcome VARCHAR;

@@ -14,14 +14,15 @@ ARTEFACTS = ("manifest.json", "sender.pcap", "bottleneck.pcap", "tcp_probe.csv",
              "tcp_probe.json", "tc-stats.txt", "tc-stats.json", "progress.jsonl")
 
 
-def _command(tmp_path: Path, args) -> list[str]:
+def run_command(tmp_path: Path, args) -> list[str]:
+    """The command line of `tcpvar run --json` into @tmp_path's runs and store."""
     return [sys.executable, "-m", "tcpvar.cli", "run", "--json", "-q", "--out",
             str(tmp_path / "runs"), "--db", str(tmp_path / "t.duckdb"), *map(str, args)]
 
 
 def tcpvar_run(tmp_path: Path, *args, timeout: float = 900):
     """(exit status, JSON document or None, stderr) of `tcpvar run --json`."""
-    proc = subprocess.run(_command(tmp_path, args), capture_output=True, text=True,
+    proc = subprocess.run(run_command(tmp_path, args), capture_output=True, text=True,
                           timeout=timeout)
     doc = json.loads(proc.stdout) if proc.stdout.strip() else None
     return proc.returncode, doc, proc.stderr
@@ -31,7 +32,7 @@ def interrupted_run(tmp_path: Path, *args, samples: int = 3, wait_s: float = 300
                     sig: int = signal.SIGINT):
     """`tcpvar run --json` stopped with @sig once its flows have run for
     @samples seconds: (exit status, JSON document or None, stderr)."""
-    proc = subprocess.Popen(_command(tmp_path, args), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(run_command(tmp_path, args), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + wait_s
     started = None

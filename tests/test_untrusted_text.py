@@ -107,6 +107,8 @@ MANIFESTS = {
     "topology a ring": (lambda m: m["params"].update(topology="ring\x1b[2J"),
                         "params.topology: \"ring\\u001b[2J\" is neither dumbbell"),
     "flow at hop 0": (lambda m: m["flows"][0].update(hop=0), "flows[0].hop: 0 is"),
+    "outcome unheard of": (lambda m: m["flows"][0].update(outcome="won\x1b[2J"),
+                           "flows[0].outcome: \"won\\u001b[2J\" is not one of complete, cut"),
 }
 
 

@@ -1,0 +1,144 @@
+"""Flows whose connection comes late or never (netns backend): a run of
+three flows where the test blackholes flows 2 and 3 at the bottleneck
+router before they start and lets flow 3 through a few seconds later. The
+run completes; flow 2 is recorded as never connected and flow 3 as cut at
+its planned end, by iperf3's own reports and by tshark on the capture."""
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tshark_truth import count, fields
+
+from run_helpers import assert_nothing_left, namespaces, run_command
+
+DURATION_S = 6
+GAP_S = 1.0
+# every flow's planned end is at 6 s, its deadline at 11 s (runner.END_GRACE_S
+# later, with no added delay). Flow 3's SYNs go at 2 s and are retried at 3,
+# 5 and 9 s (an RTO doubling from 1 s), or at 3, 4, 5, 6, 8 and 12 s where
+# the kernel's tcp_syn_linear_timeouts spaces its first four 1 s apart. Let
+# through at 7 s, it connects at 8 or 9 s and would run 4 s more, past its
+# deadline.
+LET_THROUGH_S = 7.0
+
+
+def _manifest(runs: Path) -> dict | None:
+    for path in runs.glob("*/manifest.json"):
+        try:
+            return json.loads(path.read_text())
+        except ValueError:          # being written
+            return None
+    return None
+
+
+def _rl(runs: Path) -> str | None:
+    m = _manifest(runs)
+    if not m:
+        return None
+    ns = f"tcpvar-{m['tag']}-rl"
+    return ns if ns in namespaces() else None
+
+
+def _route(ns: str, verb: str, addr: str) -> None:
+    subprocess.run(["ip", "-n", ns, "route", verb, "blackhole", f"{addr}/32"], check=True)
+
+
+@pytest.fixture(scope="module")
+def late_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("late")
+    runs = tmp / "runs"
+    proc = subprocess.Popen(run_command(tmp, ["--backend", "netns", "--cc", "cubic,cubic,cubic",
+                                           "--rtt", 0, "--bw", "20mbit", "--buffer", 60,
+                                           "--duration", DURATION_S, "--start-gap", GAP_S]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while (rl := _rl(runs)) is None:
+            assert time.monotonic() < deadline and proc.poll() is None, "no testbed"
+            time.sleep(0.02)
+        m = _manifest(runs)
+        blocked = {f["flow"]: f["dst_addr"] for f in m["flows"] if f["flow"] in (2, 3)}
+        for addr in blocked.values():
+            _route(rl, "add", addr)
+        while not (m := _manifest(runs)) or "started_ns" not in m:
+            assert time.monotonic() < deadline and proc.poll() is None, "flows never began"
+            time.sleep(0.05)
+        time.sleep(max(0.0, m["started_ns"] / 1e9 + LET_THROUGH_S - time.time()))
+        _route(rl, "del", blocked[3])
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    (run,) = json.loads(out)["runs"]
+    return tmp, run, _manifest(runs)
+
+
+def _report(run: dict, flow: int, server: bool = False) -> dict:
+    name = f"iperf-{flow}{'-server' if server else ''}.json"
+    return json.loads((Path(run["dir"]) / name).read_text())
+
+
+def test_the_run_completes_with_each_flows_outcome(late_run):
+    _, run, manifest = late_run
+    assert run["status"] == "complete"
+    assert [f["outcome"] for f in run["flows"]] == ["complete", "never connected", "cut"]
+    assert [f["outcome"] for f in manifest["flows"]] == ["complete", "never connected", "cut"]
+    assert_nothing_left(run)
+
+
+def test_iperf3_reports_agree(late_run):
+    """iperf3's own reports: flow 2 never connected, flow 3 connected and was
+    interrupted, flow 1 ended by itself."""
+    _, run, _ = late_run
+    assert "error" not in _report(run, 1)
+    assert _report(run, 2)["start"]["connected"] == []
+    three = _report(run, 3)
+    assert three["start"]["connected"] and "interrupt" in three["error"]
+
+
+def test_captures_agree(late_run):
+    """tshark on the sender capture: flow 2 sent SYNs that were never
+    answered; flow 3 was answered seconds late and stopped sending before
+    iperf3's own end (its connection plus the test's duration)."""
+    _, run, manifest = late_run
+    pcap = Path(run["dir"]) / "sender.pcap"
+    flows = {f["flow"]: f for f in manifest["flows"]}
+    two = f"tcp.dstport == {flows[2]['dst_port']}"
+    assert count(pcap, f"{two} && tcp.flags.syn == 1") >= 2
+    assert count(pcap, f"tcp.srcport == {flows[2]['dst_port']}") == 0
+    assert count(pcap, f"{two} && tcp.len > 0") == 0
+    port = flows[3]["dst_port"]
+    syns = fields(pcap, f"tcp.dstport == {port} && tcp.flags.syn == 1 && tcp.flags.ack == 0",
+                  "frame.time_epoch", "tcp.stream")
+    answers = fields(pcap, f"tcp.srcport == {port} && tcp.flags.syn == 1 && tcp.flags.ack == 1",
+                     "frame.time_epoch", "tcp.stream")
+    answered = float(answers[0][0])
+    assert answered - float(syns[0][0]) > 3      # its SYNs were retried until the route came
+    data = fields(pcap, f"tcp.dstport == {port} && tcp.len > 0", "frame.time_epoch")
+    last = float(data[-1][0])
+    planned_end = manifest["started_ns"] / 1e9 + flows[3]["start_s"] + flows[3]["duration_s"]
+    assert planned_end < answered < last < answered + flows[3]["duration_s"]
+
+
+def test_the_store_counts_what_the_receiver_got(late_run):
+    """The store holds each flow's outcome, and for the cut flow the
+    bytes its iperf3 server received (the client, interrupted, never
+    heard them)."""
+    tmp, run, _ = late_run
+    con = duckdb.connect(str(tmp / "t.duckdb"), read_only=True)
+    rows = dict(con.execute("SELECT flow, outcome FROM flows WHERE run_id = ? ORDER BY flow",
+                            [run["run_id"]]).fetchall())
+    assert rows == {1: "complete", 2: "never connected", 3: "cut"}
+    (got,) = con.execute("SELECT bytes_received FROM flows WHERE run_id = ? AND flow = 3",
+                         [run["run_id"]]).fetchone()
+    assert got == _report(run, 3, server=True)["end"]["sum_received"]["bytes"] > 0
+    (none,) = con.execute("SELECT coalesce(bytes_received, 0) FROM flows WHERE run_id = ? "
+                          "AND flow = 2", [run["run_id"]]).fetchone()
+    assert none == 0
