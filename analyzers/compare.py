@@ -14,6 +14,7 @@ from tcpvar.artefacts.checks import stored_params
 from tcpvar.errors import UsageError
 
 from .fidelity import verdicts
+from .significance import t975
 from .sqlfiles import sql
 
 METRICS = ("throughput_mbps", "goodput_mbps", "system_goodput_mbps", "iperf3_mbps",
@@ -213,34 +214,3 @@ def mean_ci95(values) -> tuple[float | None, float | None]:
     if len(xs) == 1:
         return xs[0], None
     return statistics.fmean(xs), t975(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs))
-
-
-def t975(df: int) -> float:
-    """Student's t quantile at 0.975 for @df degrees of freedom: the t with
-    P(|T| <= t) = 0.95, found by bisection on the closed form of that
-    probability for integer df (Abramowitz & Stegun 26.7.3-4)."""
-    lo, hi = 0.0, 1000.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if _central(mid, df) < 0.95:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
-
-
-def _central(t: float, df: int) -> float:
-    """P(|T| <= t) for Student's t with @df degrees of freedom."""
-    theta = math.atan(t / math.sqrt(df))
-    c2 = math.cos(theta) ** 2
-    if df % 2:          # odd: (2/pi) (theta + sin cos (1 + 2/3 c^2 + 2*4/(3*5) c^4 ...))
-        term, total = 1.0, 1.0 if df > 1 else 0.0
-        for k in range(1, (df - 1) // 2):
-            term *= c2 * (2 * k) / (2 * k + 1)
-            total += term
-        return 2 / math.pi * (theta + math.sin(theta) * math.cos(theta) * total)
-    term, total = 1.0, 1.0    # even: sin (1 + 1/2 c^2 + 1*3/(2*4) c^4 ...)
-    for k in range(1, df // 2):
-        term *= c2 * (2 * k - 1) / (2 * k)
-        total += term
-    return math.sin(theta) * total

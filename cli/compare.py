@@ -22,7 +22,12 @@ from .options import db_option, json_option
                    "fairness (connection 1, connection 2, Jain), friendliness (Reno, "
                    "variant, ratio).")
 @click.option("--metric", default="iperf3_mbps", show_default=True, metavar="NAME",
-              help="The metric of --layout variants (docs/compare.md names them).")
+              help="The metric of --layout variants and --test (docs/compare.md names them).")
+@click.option("--test", "test", is_flag=True,
+              help="Also test every pair of groups on --metric: Welch's t-test (Mann-Whitney "
+                   "U where a group's values do not look normal), p-values Holm-corrected "
+                   "over the pairs, the repeats per group that would tell them apart (power "
+                   "0.8), and whether their 95 % intervals overlap.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
               help="Also draw throughput against the 95th-percentile RTT, a point per run "
                    "and each group's mean with its CI (.png, .svg or .pdf).")
@@ -32,7 +37,8 @@ from .options import db_option, json_option
 @json_option("Print JSON (docs/compare.md).", format_choice=True)
 @click.option("--csv", "fmt", flag_value="csv", help="Print CSV, one row per group.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print a Markdown table.")
-def compare(studies, run_ids, by, db_path, layout, metric, plot_path, faithful_only, fmt):
+def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, faithful_only,
+            fmt):
     """Group complete runs by parameters and give, per group, the number of
     runs and the mean and 95 % confidence interval (Student's t) of
     throughput, goodput, iperf3's rate, retransmitted packets, RTT, Jain's
@@ -49,9 +55,11 @@ def compare(studies, run_ids, by, db_path, layout, metric, plot_path, faithful_o
       tcpvar compare --study fair --by cc --layout fairness --markdown
       tcpvar compare --study rtts --by cc --plot rtts.png
       tcpvar compare --study rtts --by cc,rtt --faithful-only
+      tcpvar compare --study rtts --by cc --test --metric jain
     """
     from tcpvar.analyzers.compare import check_layout, parse_keys, select_runs
     from tcpvar.analyzers.compare import compare as group_runs
+    from tcpvar.analyzers.significance import pairwise
     from tcpvar.report import compare as render
     from tcpvar.report import figures, tabular, terminal
     from tcpvar.store import Store
@@ -64,17 +72,22 @@ def compare(studies, run_ids, by, db_path, layout, metric, plot_path, faithful_o
     with Store(db_path) as store:               # older stores get the study columns
         doc = group_runs(store.con, select_runs(store.con, list(studies), list(run_ids)), keys,
                          faithful_only)
+    if test:
+        doc["tests"] = pairwise(doc["groups"], metric)
     title = f"{', '.join(studies) or 'runs'} by {', '.join(keys)}"
     if plot_path:
         figures.save({**doc, "kind": "scatter", "title": title}, plot_path)
     if fmt == "json":
         terminal.data(tabular.to_json(doc))
     elif fmt == "csv":
-        terminal.data(render.to_csv(doc))
+        terminal.data(render.tests_csv(doc["tests"]) if test else render.to_csv(doc))
     elif fmt == "markdown":
-        terminal.data(render.markdown(doc, layout, metric))
+        terminal.data(render.markdown(doc, layout, metric)
+                      + ("\n" + render.tests_markdown(doc["tests"]) if test else ""))
     else:
         terminal.show(render.table(doc, title, layout, metric))
+        if test:
+            terminal.show(render.tests_table(doc["tests"]))
         for line in render.notes(doc):
             terminal.note(line)
     if plot_path:

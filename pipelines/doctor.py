@@ -219,6 +219,7 @@ def _specs() -> list[_Spec]:
               _native, install="./bootstrap.sh"),
         _module_spec("analyze", "duckdb", "the store: analyze, query, run, probe"),
         _module_spec("analyze", "matplotlib", "figures: analyze --plot"),
+        _module_spec("analyze", "scipy", "statistics: compare's intervals and --test"),
 
         _Spec("netns", "root", "tcpvar run and tcpvar probe (namespaces, qdiscs, tracefs)",
               _root, hint=_AS_ROOT),

@@ -12,6 +12,8 @@ import io
 from rich import box
 from rich.table import Table
 
+from tcpvar.analyzers.significance import MAX_REPEATS
+
 from .untrusted import printable
 
 # metric -> heading and digits after the point
@@ -128,10 +130,77 @@ def to_csv(doc: dict) -> str:
     return buf.getvalue()
 
 
+TEST_HEAD = ("group A", "group B", "n", "test", "p", "p Holm", "differ", "B - A", "Cohen's d",
+             "repeats for power 0.8", "95 % CIs")
+
+
+def _key(key: dict) -> str:
+    return ", ".join(f"{printable(k)} {_value(v)}" for k, v in key.items()) or "all"
+
+
+def _num(v, fmt: str) -> str:
+    return "—" if v is None else format(v, fmt)
+
+
+def test_rows(tests: dict) -> list[list[str]]:
+    """A row per pair of groups (analyzers/significance.py)."""
+    digits = HEADINGS[tests["metric"]][1]
+    out = []
+    for t in tests["pairs"]:
+        need = t["repeats_needed"]
+        out.append([_key(t["a"]), _key(t["b"]), "/".join(map(str, t["n"])),
+                    t["test"] or f"none ({t['reason']})", _num(t["p"], ".3g"),
+                    _num(t["p_holm"], ".3g"),
+                    "—" if t["differ"] is None else "yes" if t["differ"] else "no",
+                    _num(t["difference"], f".{digits}f"), _num(t["cohens_d"], ".2f"),
+                    "—" if need is None else f"> {need - 1}" if need > MAX_REPEATS else str(need),
+                    "—" if t["ci_overlap"] is None else "overlap" if t["ci_overlap"] else "apart"])
+    return out
+
+
+def tests_table(tests: dict) -> Table:
+    tested = sum(p["p"] is not None for p in tests["pairs"])
+    t = Table(title=f"{HEADINGS[tests['metric']][0]}: every pair of groups tested at "
+                    f"{tests['alpha']:g} (Holm over {tested} pair{'' if tested == 1 else 's'})",
+              box=box.SIMPLE, title_justify="left")
+    for i, h in enumerate(TEST_HEAD):
+        t.add_column(h, justify="left" if i < 2 else "right")
+    for r in test_rows(tests):
+        t.add_row(*r)
+    return t
+
+
+def tests_markdown(tests: dict) -> str:
+    lines = ["| " + " | ".join(r) + " |" for r in
+             (TEST_HEAD, ["---", "---", *["---:"] * (len(TEST_HEAD) - 2)], *test_rows(tests))]
+    return "\n".join(lines) + "\n"
+
+
+def tests_csv(tests: dict) -> str:
+    """One row per pair: the groups' keys as A's and B's columns, then the
+    numbers unrounded."""
+    keys = list(dict.fromkeys(k for t in tests["pairs"] for k in t["a"]))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([*(f"a_{k}" for k in keys), *(f"b_{k}" for k in keys), "metric", "n_a", "n_b",
+                "test", "statistic", "p", "p_holm", "differ", "difference", "cohens_d",
+                "repeats_needed", "ci_overlap"])
+    for t in tests["pairs"]:
+        w.writerow([*(t["a"].get(k) for k in keys), *(t["b"].get(k) for k in keys),
+                    tests["metric"], *t["n"], t["test"], t["statistic"], t["p"], t["p_holm"],
+                    t["differ"], t["difference"], t["cohens_d"], t["repeats_needed"],
+                    t["ci_overlap"]])
+    return buf.getvalue()
+
+
 def notes(doc: dict) -> list[str]:
     """What the table leaves out, and how to read it."""
     out = ["mean ± half-width of the 95 % confidence interval (Student's t, n − 1 degrees of "
            "freedom); no interval with one run"]
+    if doc.get("tests"):
+        out.append("tests: Welch's t-test, or Mann-Whitney U where a group's values do not look "
+                   "normal (Shapiro-Wilk at 0.05); differ: Holm's p below 0.05; repeats: runs "
+                   "per group for a power of 0.8 at the observed Cohen's d (docs/compare.md)")
     incomplete = [r for r in doc["left_out"] if r["status"] != "complete"]
     if incomplete:
         names = ", ".join(f"{r['run_id']} ({printable(r['status'])})" for r in incomplete[:5])

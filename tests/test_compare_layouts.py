@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import significance_truth as sig_truth
 import tshark_truth as truth
 
 from conftest import tcpvar_main
@@ -131,3 +132,38 @@ def test_plot_draws_each_runs_numbers(study):
                             (tmp / "delay.svg").read_text()))
     assert legend == {f"{cc}, mode {mode} (n=2)" for cc in ("cubic", "reno")
                       for mode in ("single", "fairness")}
+
+
+def test_test_by_hand(study):
+    """--test by cc on iperf3's rates: each group's rates from its runs' own
+    JSON, the p-value of the test chosen computed here (Welch's by its
+    formula and Student's density, or U counted pair by pair and its exact
+    p over every ranking), Holm's over the one pair the same, and the text
+    table's row."""
+    tmp, doc = study
+    rates: dict[str, list[float]] = {}
+    for r in doc["runs"]:
+        one = _by_hand(Path(r["dir"]))
+        rates.setdefault(one["key"][0], []).append(one["iperf3_mbps"])
+    r = tcpvar_main("compare", "--study", "grid", "--by", "cc", "--test", "--json", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    tests = json.loads(r.stdout)["tests"]
+    assert tests["metric"] == "iperf3_mbps"
+    (pair,) = tests["pairs"]
+    a, b = rates[pair["a"]["cc"]], rates[pair["b"]["cc"]]
+    assert pair["n"] == [4, 4]
+    if pair["test"] == "welch":
+        _, _, p = sig_truth.welch(a, b)
+    else:
+        assert pair["test"] == "mann-whitney"
+        assert pair["statistic"] == sig_truth.u_statistic(a, b)
+        p = sig_truth.u_exact_p(a, b)
+    assert pair["p"] == pytest.approx(p, abs=1e-6)
+    assert pair["p_holm"] == pair["p"] and pair["differ"] == (p < 0.05)
+    assert pair["difference"] == pytest.approx(statistics.mean(b) - statistics.mean(a))
+    r = tcpvar_main("compare", "--study", "grid", "--by", "cc", "--test", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    row = next(line.split() for line in r.stdout.splitlines() if "4/4" in line.split())
+    assert row[:5] == ["cc", pair["a"]["cc"], "cc", pair["b"]["cc"], "4/4"]
+    assert f"{p:.3g}" in row
+    assert "Holm" in r.stdout or "Holm" in r.stderr
