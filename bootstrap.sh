@@ -17,10 +17,12 @@ $SUDO apt-get update -q
 # headers on Debian's python3; procps: sysctl; udev: the micro-VM's guest init
 # runs the host's udevd to create the channel the guest reports through; file:
 # virtme-ng runs it on busybox; chromium: the test that opens report.html;
-# openjdk-17-jre-headless: tcpvar spark (Apache Spark runs on Java 17)
+# openjdk-17-jre-headless: tcpvar spark (Apache Spark runs on Java 17); irtt and
+# iputils-ping: the latency probe beside the flows (tcpvar run --latency)
 $SUDO apt-get install -y -q --no-install-recommends \
 	python3 python3-venv python3-dev \
 	gcc make libpcap-dev tshark tcptrace tcpdump iperf3 iproute2 ethtool procps mount \
+	irtt iputils-ping \
 	chromium \
 	clang llvm libclang-rt-14-dev \
 	bpftool libbpf-dev libelf-dev zlib1g-dev \

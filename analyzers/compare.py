@@ -21,7 +21,8 @@ METRICS = ("throughput_mbps", "goodput_mbps", "system_goodput_mbps", "iperf3_mbp
            "retransmissions", "rtt_ms", "rtt_p95_ms", "jain", "friendliness",
            "background_mbps", "test_mbps", "flow_mbps", "through_mbps", "cross_mbps",
            "utilization_pct", "bottleneck_drops",
-           "bottleneck_marks", "ce_packets")
+           "bottleneck_marks", "ce_packets", "latency_p50_ms", "latency_p95_ms",
+           "latency_p99_ms", "latency_loss_pct")
 
 
 def _schedule(p: dict) -> str:
@@ -74,6 +75,8 @@ KEYS = {
     "topology": lambda p: p.get("topology", "dumbbell"),
     "hops": lambda p: p.get("hops", 1),
     "cross": lambda p: p.get("cross", 0),
+    "latency": lambda p: p.get("latency"),
+    "latency_interval": lambda p: p.get("latency_interval_ms"),
 }
 RUN_COLUMNS = ("study", "backend", "kernel")     # keys read from the runs table itself
 

@@ -50,6 +50,9 @@ def run_summary(con, run_id: int) -> dict:
     if doc["params"] and doc["params"].get("mode") == "friendliness":
         doc["friendliness"] = _friendliness(doc["flows"])
     doc["fidelity"] = fidelity.stored(con, run_id)
+    cur = con.execute(sql("run_latency"), {"run_id": run_id})
+    row = cur.fetchone()
+    doc["latency"] = dict(zip([d[0] for d in cur.description], row)) if row else None
     return doc
 
 

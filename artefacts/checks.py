@@ -115,7 +115,7 @@ class _Bad(Exception):
     """A field that is not what it should be: where, and what it should be."""
 
 
-def _shown(v) -> str:
+def shown(v) -> str:
     """A short quote of a bad value (the message is one line; the terminal
     escapes its control characters)."""
     text = json.dumps(v) if isinstance(v, (str, int, float, bool)) or v is None else \
@@ -135,8 +135,8 @@ def _field(doc: dict, key: str, kind: str, where: str, required: bool = False):
         return None
     if not KINDS[kind](v):
         if kind == _NUM and isinstance(v, (int, float)) and not isinstance(v, bool):
-            raise _Bad(f"{name}: {_shown(v)} is out of range")     # NaN, infinity, 1e300
-        raise _Bad(f"{name}: {_shown(v)} is not {kind}")
+            raise _Bad(f"{name}: {shown(v)} is out of range")     # NaN, infinity, 1e300
+        raise _Bad(f"{name}: {shown(v)} is not {kind}")
     return v
 
 
@@ -183,6 +183,7 @@ PARAMS = {      # capture/params.py RunParams.to_json()
     "ecn": (_LIST, False), "flow_rtts_ms": (_LIST, False),   # --ecn, --rtt lists
     "reverse": (_CNT, False), "bw_reverse_bps": (_NUM, False),   # --reverse, --bw-reverse
     "topology": (_TEXT, False), "hops": (_POS, False), "cross": (_CNT, False),  # parking lot
+    "latency": (_TEXT, False), "latency_interval_ms": (_NUM, False),  # --latency
 }
 BUFFER = {"text": (_TEXT, True), "packets": (_CNT, False), "bytes": (_CNT, False)}
 STEP = {"t_s": (_NUM, True), "bw_bps": (_NUM, True)}
@@ -240,24 +241,24 @@ def _manifest(m: dict) -> None:
     for key in ("tools", "sysctls"):
         for k, v in (m.get(key) or {}).items():
             if v is not None and not isinstance(v, (str, int, float)):
-                raise _Bad(f"{key}.{k}: {_shown(v)} is not a text or a number")
+                raise _Bad(f"{key}.{k}: {shown(v)} is not a text or a number")
 
 
 def _params(p: dict) -> None:
     _fields(p, PARAMS, "params.")
     for i, cc in enumerate(p["ccs"]):
         if not isinstance(cc, str):
-            raise _Bad(f"params.ccs[{i}]: {_shown(cc)} is not a text")
+            raise _Bad(f"params.ccs[{i}]: {shown(cc)} is not a text")
     _fields(p["buffer"], BUFFER, "params.buffer.")
     for key, kind in (("ecn", _BOOL), ("flow_rtts_ms", _NUM)):
         for i, v in enumerate(p.get(key) or []):
             if not KINDS[kind](v):
-                raise _Bad(f"params.{key}[{i}]: {_shown(v)} is not {kind}")
+                raise _Bad(f"params.{key}[{i}]: {shown(v)} is not {kind}")
     for k, v in (p.get("aqm_params") or {}).items():
         if v is not None and not isinstance(v, str):
-            raise _Bad(f"params.aqm_params.{k}: {_shown(v)} is not a text")
+            raise _Bad(f"params.aqm_params.{k}: {shown(v)} is not a text")
     if p.get("topology", "dumbbell") not in ("dumbbell", "parking-lot"):
-        raise _Bad(f"params.topology: {_shown(p['topology'])} is neither dumbbell nor "
+        raise _Bad(f"params.topology: {shown(p['topology'])} is neither dumbbell nor "
                    f"parking-lot")
     if p.get("hops", 1) > MAX_HOPS:      # each hop's captures are read
         raise _Bad(f"params.hops: {p['hops']}, more than a parking lot may have ({MAX_HOPS})")
@@ -267,7 +268,7 @@ def _params(p: dict) -> None:
     for i, step in enumerate(p["schedule"]):
         where = f"params.schedule[{i}]"
         if not isinstance(step, dict):
-            raise _Bad(f"{where}: {_shown(step)} is not an object")
+            raise _Bad(f"{where}: {shown(step)} is not an object")
         _fields(step, STEP, where + ".")
 
 
@@ -276,17 +277,17 @@ def _flows(flows: list) -> None:
     for i, f in enumerate(flows):
         where = f"flows[{i}]"
         if not isinstance(f, dict):
-            raise _Bad(f"{where}: {_shown(f)} is not an object")
+            raise _Bad(f"{where}: {shown(f)} is not an object")
         _fields(f, FLOW, where + ".")
         if f["flow"] in numbers:
             raise _Bad(f"{where}.flow: flow {f['flow']} is there twice")
         if (f.get("hop") or 0) > MAX_HOPS:
             raise _Bad(f"{where}.hop: {f['hop']}, more than a parking lot has ({MAX_HOPS})")
         if f.get("direction", "forward") not in ("forward", "reverse"):
-            raise _Bad(f"{where}.direction: {_shown(f['direction'])} is neither forward "
+            raise _Bad(f"{where}.direction: {shown(f['direction'])} is neither forward "
                        f"nor reverse")
         if f.get("outcome", "complete") not in OUTCOMES:
-            raise _Bad(f"{where}.outcome: {_shown(f['outcome'])} is not one of "
+            raise _Bad(f"{where}.outcome: {shown(f['outcome'])} is not one of "
                        f"{', '.join(OUTCOMES)}")
         numbers.add(f["flow"])
 
@@ -318,11 +319,11 @@ def _iperf(doc: dict) -> None:
     for i, interval in enumerate(_field(doc, "intervals", _LIST, "") or []):
         where = f"intervals[{i}]"
         if not isinstance(interval, dict):
-            raise _Bad(f"{where}: {_shown(interval)} is not an object")
+            raise _Bad(f"{where}: {shown(interval)} is not an object")
         streams = _field(interval, "streams", _LIST, where + ".") or []
         if streams:                     # the first stream is the one read
             if not isinstance(streams[0], dict):
-                raise _Bad(f"{where}.streams[0]: {_shown(streams[0])} is not an object")
+                raise _Bad(f"{where}.streams[0]: {shown(streams[0])} is not an object")
             _fields(streams[0], STREAM, f"{where}.streams[0].")
 
 
@@ -345,5 +346,5 @@ def check_tc_stats(path: Path, doc):
 def _tc_stats(doc: list) -> None:
     for i, q in enumerate(doc):
         if not isinstance(q, dict):
-            raise _Bad(f"[{i}]: {_shown(q)} is not an object")
+            raise _Bad(f"[{i}]: {shown(q)} is not an object")
         _fields(q, QDISC, f"[{i}].")

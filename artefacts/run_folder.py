@@ -72,6 +72,14 @@ def iperf_report(flow: int, server: bool = False) -> str:
     return f"iperf-{flow}{'-server' if server else ''}.json"
 
 
+def latency_report(tool: str) -> str:
+    """The latency probe's own output (--latency): irtt's JSON, ping's text."""
+    return {"irtt": "latency-irtt.json", "ping": "latency-ping.txt"}[tool]
+
+
+LATENCY_LOG = "latency.err"
+
+
 def iperf_log(flow: int, server: bool = False) -> str:
     return f"iperf-{flow}{'-server' if server else ''}.err"
 

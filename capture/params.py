@@ -24,6 +24,10 @@ MAX_FLOWS = 256
 TOPOLOGIES = ("dumbbell", "parking-lot")
 # variants that ask for ECN on every connection whatever net.ipv4.tcp_ecn says
 ECN_VARIANTS = ("dctcp",)
+# the latency probes beside the flows (--latency) and their default
+# interval: irtt's as Flent's VoIP test sends, ping's as its RRUL test does
+LATENCY_INTERVAL_MS = {"irtt": 10.0, "ping": 200.0}
+MAX_LATENCY_SAMPLES = 1_000_000     # a run's stored samples: duration / interval
 # runs one session or study plans at most (--repeat, a study's cells x
 # repeat): 4 times the largest reproduction (callegari2011 full: 245 x 10),
 # checked before any plan is made
@@ -144,6 +148,8 @@ class RunParams:
     topology: str = "dumbbell"         # or "parking-lot": `hops` bottlenecks in a row
     hops: int = 1
     cross: int = 0                     # a parking lot's cross flows per hop, the last ones
+    latency: str | None = None         # irtt or ping from s1 to d1 beside the flows
+    latency_interval_ms: float | None = None
 
     def cross_hop(self, i: int) -> int | None:
         """The hop flow @i (0-based) crosses alone, if it is a cross flow:
@@ -252,6 +258,8 @@ class RunParams:
         d.setdefault("topology", "dumbbell")    # and before the parking lot
         d.setdefault("hops", 1)
         d.setdefault("cross", 0)
+        d.setdefault("latency", None)       # and before --latency
+        d.setdefault("latency_interval_ms", None)
         return cls(**d)
 
 
@@ -291,7 +299,9 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
                 wbrto_unit_ms: int = 1000, clock: str = "auto", aqm: str | None = None,
                 aqm_params: str | None = None, ecn: str | None = None, reverse: int = 0,
                 bw_reverse: str | None = None, topology: str = "dumbbell",
-                hops: int | None = None, cross: int | None = None) -> RunParams:
+                hops: int | None = None, cross: int | None = None,
+                latency: str | None = None,
+                latency_interval_ms: float | None = None) -> RunParams:
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
@@ -354,7 +364,25 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
     _cross_flows(params)
     _reverse(params, reverse, bw_reverse)
     _queue_and_ecn(params, aqm, aqm_params, ecn)
+    _latency(params, latency, latency_interval_ms)
     return params
+
+
+def _latency(params: RunParams, tool: str | None, interval_ms: float | None) -> None:
+    """--latency and --latency-interval into @params, checked."""
+    if tool is None:
+        if interval_ms is not None:
+            raise UsageError("--latency-interval: give the probe with --latency irtt or ping")
+        return
+    if tool not in LATENCY_INTERVAL_MS:
+        raise UsageError(f"--latency {tool!r}: one of {', '.join(LATENCY_INTERVAL_MS)}")
+    interval_ms = LATENCY_INTERVAL_MS[tool] if interval_ms is None else interval_ms
+    if not 1 <= interval_ms <= 1000:        # nan too
+        raise UsageError(f"--latency-interval {interval_ms:g} ms: 1 to 1000 ms")
+    if params.duration_s * 1000 / interval_ms > MAX_LATENCY_SAMPLES:
+        raise UsageError(f"--latency-interval {interval_ms:g} ms: more than "
+                         f"{MAX_LATENCY_SAMPLES:,} samples in a {params.duration_s:g} s run")
+    params.latency, params.latency_interval_ms = tool, float(interval_ms)
 
 
 def _hops(topology: str, hops: int | None, cross: int | None) -> tuple[int, int]:

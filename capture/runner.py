@@ -162,7 +162,8 @@ class Run:
     def execute(self) -> dict:
         need_root()
         need_tools(*TESTBED_TOOLS,
-                   *(["mergecap"] if self.params.reverse or self.params.hops > 1 else []))
+                   *(["mergecap"] if self.params.reverse or self.params.hops > 1 else []),
+                   *([self.params.latency] if self.params.latency else []))
         load_variants(self.params.needed_ccs())
         check_mechanisms(self.params)
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -225,6 +226,10 @@ class Run:
             traffic.iperf_server(self.net, fe.server, fe.dport, name=f"server{f}",
                                  report=self.work / layout.iperf_report(f, server=True),
                                  log=self.work / layout.iperf_log(f, server=True))
+        if p.latency == "irtt":
+            first = self.flows[0]
+            traffic.latency_server(self.net, first.server, first.dst,
+                                   self.work / layout.LATENCY_LOG)
         self._start_captures()
         self._start_probe()
 
@@ -325,6 +330,7 @@ class Run:
         sampler = threading.Thread(target=self._sampler, args=(t0, clients, stop, cpu),
                                    daemon=True)
         sampler.start()
+        latency = self._start_latency()
         try:
             while pending or any(c.poll() is None for c in clients.values()):
                 now = time.monotonic() - t0
@@ -350,6 +356,8 @@ class Run:
                         elif now > ended[f] + KILL_AFTER_S:
                             client.kill()
                 time.sleep(0.05)
+            if latency is not None:
+                self._end_latency(latency)
         finally:
             stop.set()
             sampler.join()
@@ -363,6 +371,28 @@ class Run:
             if entry["outcome"] == "failed":
                 err = (self.work / layout.iperf_log(f)).read_text(errors="replace").strip()
                 raise TestbedError(f"iperf3 flow {f} failed: {err[:200] or 'see its JSON'}")
+
+    def _start_latency(self) -> subprocess.Popen | None:
+        """The latency probe (--latency) from the first flow's sender to its
+        receiver, for the run's duration."""
+        p = self.params
+        if p.latency is None:
+            return None
+        first = self.flows[0]
+        return traffic.latency_client(self.net, first.client, p.latency, first.dst,
+                                      p.latency_interval_ms, p.duration_s,
+                                      self.work / layout.latency_report(p.latency),
+                                      self.work / layout.LATENCY_LOG)
+
+    def _end_latency(self, proc: subprocess.Popen) -> None:
+        """The latency probe ends by itself with the run; if not (a host
+        slow to start it), SIGINT, on which irtt and ping write what they
+        have."""
+        try:
+            proc.wait(timeout=END_GRACE_S)
+        except subprocess.TimeoutExpired:
+            self.procs.stop(proc, sig=signal.SIGINT, grace_s=KILL_AFTER_S)
+        self.manifest["latency"] = {"tool": self.params.latency, "exit": proc.returncode}
 
     def _start_client(self, fe: FlowEndpoints) -> subprocess.Popen:
         f, seconds = fe.flow.flow, max(1, round(fe.flow.duration_s))

@@ -53,12 +53,13 @@ def tcpdump_stats(log: Path) -> dict:
 
 
 def wait_listening(ns: str, port: int, proc: subprocess.Popen | None = None,
-                   timeout_s: float = 10) -> None:
-    """Until a socket in namespace @ns listens on TCP @port."""
+                   timeout_s: float = 10, udp: bool = False) -> None:
+    """Until a socket in namespace @ns listens on TCP (or UDP) @port."""
     deadline = time.monotonic() + timeout_s
-    while f":{port} " not in run(["ss", "-ltnH"], ns=ns, check=False) + " ":
+    while f":{port} " not in run(["ss", "-lunH" if udp else "-ltnH"], ns=ns, check=False) + " ":
         if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
-            raise TestbedError(f"iperf3 server on port {port} did not start")
+            raise TestbedError(f"{'irtt' if udp else 'iperf3'} server on port {port} did "
+                               f"not start")
         time.sleep(0.05)
 
 
@@ -84,6 +85,35 @@ def iperf_client(bed: Testbed, role: str, dst: str, port: int, args: list[str],
                      ["iperf3", "-c", dst, "-p", str(port), "-J", *args],
                      stdout=subprocess.PIPE if pipe else report,
                      stderr=subprocess.PIPE if pipe and log is None else log, text=pipe)
+
+
+IRTT_PORT = 2112            # irtt's own
+# Flent's VoIP test: 172-byte packets (a G.711 frame of 20 ms with its RTP header)
+IRTT_LENGTH = 172
+
+
+def latency_server(bed: Testbed, role: str, addr: str, log: Path) -> subprocess.Popen:
+    """irtt's server in node @role on @addr, listening when this returns;
+    any interval and length allowed (the client's are the run's)."""
+    proc = bed.start("server-latency", role, ["irtt", "server", "-b", f"{addr}:{IRTT_PORT}",
+                                              "-i", "0", "-d", "0", "-l", "0"], stderr=log)
+    wait_listening(bed.ns(role), IRTT_PORT, proc, udp=True)
+    return proc
+
+
+def latency_client(bed: Testbed, role: str, tool: str, dst: str, interval_ms: float,
+                   duration_s: float, out: Path, log: Path) -> subprocess.Popen:
+    """The latency probe from node @role to @dst for @duration_s: irtt,
+    writing its JSON into @out, or ping, its timestamped lines (-D), with
+    each unanswered request named (-O)."""
+    if tool == "irtt":
+        args = ["irtt", "client", "-i", f"{interval_ms:g}ms", "-d", f"{duration_s:g}s",
+                "-l", str(IRTT_LENGTH), "--wait=1s", "-Q", "-o", str(out),
+                f"{dst}:{IRTT_PORT}"]
+        return bed.start("latency", role, args, stderr=log)
+    args = ["ping", "-n", "-D", "-O", "-i", f"{interval_ms / 1000:g}",
+            "-w", f"{duration_s:g}", dst]
+    return bed.start("latency", role, args, stdout=out, stderr=log)
 
 
 def iperf_result(proc: subprocess.Popen, timeout_s: float) -> dict:

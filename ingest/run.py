@@ -17,6 +17,7 @@ from tcpvar.store.db import one
 
 from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
+from .latency import insert_latency, read_latency
 from .reader import check_storable
 from .run_row import insert_run, new_run_id
 
@@ -41,6 +42,7 @@ def load_run(store, run_dir: Path, progress=None) -> int:
                            read_report(run_dir / layout.iperf_report(f["flow"], server=True)))
                for f in m["flows"]}
     qdiscs = qdisc_rows(run_dir)
+    latency = read_latency(run_dir)
     notes = [m["error"]] if m.get("error") else []
     con = store.con
     run_id = new_run_id(con)
@@ -83,6 +85,8 @@ def load_run(store, run_dir: Path, progress=None) -> int:
                 [run_id, hop, layout.hop_router(hop),
                  captures.get("sender" if hop == 1 else layout.hop_capture(hop, True)),
                  captures.get(layout.hop_capture(hop))] for hop in range(1, hops + 1)])
+        if latency:
+            insert_latency(c, run_id, *latency)
         if qdiscs:
             c.executemany("INSERT INTO qdisc_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
                           "$9, $10, $11, $12, $13, $14, $15)", [[run_id, *q] for q in qdiscs])

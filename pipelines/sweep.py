@@ -67,6 +67,8 @@ OPTIONS = {
     "topology": ("topology", str, "dumbbell"),
     "hops": ("hops", int, None),
     "cross": ("cross", int, None),
+    "latency": ("latency", str, None),
+    "latency_interval": ("latency_interval_ms", float, None),
 }
 assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
 PER_FLOW = ("cc", "rtt", "ecn")     # a value per flow: "cubic+reno", "20+80"
@@ -292,9 +294,11 @@ def cell_key(params: RunParams) -> str:
         d.pop("clock")          # and before --clock
     for key, default in (("aqm", None), ("aqm_params", {}), ("ecn", []), ("flow_rtts_ms", []),
                          ("reverse", 0), ("bw_reverse_bps", None), ("topology", "dumbbell"),
-                         ("hops", 1), ("cross", 0)):
+                         ("hops", 1), ("cross", 0), ("latency", None),
+                         ("latency_interval_ms", None)):
         if d[key] == default:
-            d.pop(key)          # and before --aqm, --ecn, RTT lists, --reverse, parking lots
+            d.pop(key)          # and before --aqm, --ecn, RTT lists, --reverse, parking
+            # lots, --latency
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -28,6 +28,8 @@ HEADINGS = {
     "cross_mbps": ("cross flows Mbit/s", 2), "utilization_pct": ("utilisation %", 1),
     "bottleneck_drops": ("queue drops", 1), "bottleneck_marks": ("queue CE marks", 1),
     "ce_packets": ("CE pkts (capture)", 1),
+    "latency_p50_ms": ("latency p50 ms", 1), "latency_p95_ms": ("latency p95 ms", 1),
+    "latency_p99_ms": ("latency p99 ms", 1), "latency_loss_pct": ("latency loss %", 2),
 }
 
 

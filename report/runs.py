@@ -114,6 +114,8 @@ def summary_lines(s: dict) -> list[str]:
         lines.append("NGWA window after the bottleneck: " + "; ".join(
             f"flow {f['flow']} median {f['ngwa_window_bytes']['median']:.0f} B, "
             f"min {f['ngwa_window_bytes']['min']} B" for f in ngwa))
+    if lat := s.get("latency"):
+        lines.append(latency_line(lat, (s["params"] or {}).get("latency_interval_ms")))
     if s["probe_source"]:
         lost = s["probe_lost"]
         lines.append(f"tcp_probe ({s['probe_source']}): {s['probe_events']} events, "
@@ -126,6 +128,20 @@ def summary_lines(s: dict) -> list[str]:
     if s.get("report"):
         lines.append(f"report: {s['report']} (figures in figures/)")
     return [printable(line) for line in lines]      # variants, notes, paths: from inputs
+
+
+def latency_line(lat: dict, interval_ms) -> str:
+    """The latency probe in one line: round trips' percentiles, loss, and
+    irtt's one-way medians."""
+    every = f" every {_g(interval_ms)} ms" if _number(interval_ms) else ""
+    line = (f"latency under load ({lat['tool']}{every}, {lat['samples']} requests): RTT "
+            f"p50 {ms(lat['rtt_p50_ms'])}, p95 {ms(lat['rtt_p95_ms'])}, p99 "
+            f"{ms(lat['rtt_p99_ms'])} ms (min {ms(lat['rtt_min_ms'])}), "
+            f"{lat['loss_pct']:.2f} % unanswered")
+    if lat["up_p50_ms"] is not None:
+        line += (f"; one way p50 {ms(lat['up_p50_ms'])} ms there, {ms(lat['down_p50_ms'])} ms "
+                 f"back (lost {lat['lost_up']} there, {lat['lost_down']} back)")
+    return line
 
 
 def _counter(name: str, value) -> str:

@@ -20,7 +20,8 @@ from . import segments
 from .db import Store, _duckdb, one
 from .segments import quoted as _quoted
 
-RUN_TABLES = ("flows", "qdisc_stats", "iperf_intervals", "probe_events", "fidelity", "hops")
+RUN_TABLES = ("flows", "qdisc_stats", "iperf_intervals", "probe_events", "fidelity", "hops",
+              "latency")
 CAPTURE_TABLES = ("captures", "packets", "connections", "dir_counters", "retransmit_events",
                   "throughput")
 META = "meta.parquet"

@@ -184,6 +184,20 @@ CREATE TABLE IF NOT EXISTS qdisc_stats (
     options     JSON,                   -- as tc prints them (limit, rate, fd, ...)
     xstats      JSON                    -- the qdisc's own counters (ngwa: lowered, ...)
 );
+-- The latency probe beside a run's flows (--latency): one row per request
+-- irtt or ping sent from the first flow's sender to its receiver, with
+-- the delays they measured.
+CREATE TABLE IF NOT EXISTS latency (
+    run_id    INTEGER,
+    tool      VARCHAR,                  -- 'irtt' or 'ping'
+    seq       INTEGER,                  -- the request's sequence number
+    sent_ns   BIGINT,                   -- when it was sent (wall clock, ns since the epoch)
+    rtt_us    DOUBLE,                   -- its round trip (irtt: less the server's own time)
+    up_us     DOUBLE,                   -- irtt: one way to the receiver (one host, one clock)
+    down_us   DOUBLE,                   -- irtt: one way back
+    lost      VARCHAR                   -- NULL: answered; 'up', 'down' (irtt), 'unknown'
+);
+
 -- A parking lot's hops (--topology parking-lot): each hop's router and the
 -- captures of what entered it (hop 1's: the sender capture) and what left
 -- its queue, for the per-hop fidelity check. A dumbbell run has none.

@@ -10,6 +10,7 @@ import sys
 DEBIAN_PACKAGES = {
     "ip": "iproute2", "tc": "iproute2", "ss": "iproute2", "ethtool": "ethtool",
     "sysctl": "procps", "tcpdump": "tcpdump", "iperf3": "iperf3",
+    "irtt": "irtt", "ping": "iputils-ping",
     "tshark": "tshark", "tcptrace": "tcptrace",
     "qemu-system-x86_64": "qemu-system-x86", "udevd": "udev", "file": "file",
     "busybox": "busybox-static", "depmod": "kmod", "dpkg-deb": "dpkg", "apt-get": "apt",

@@ -22,7 +22,9 @@
 -- lot's: summed over its hops; the queues' own counters: RED's `marked`,
 -- the CoDel and PIE family's `ecn_mark` and `ce_mark`, CAKE's per tin, fq's
 -- `ce_mark`), and the CE-marked packets of the bottleneck capture (when it
--- carried ECN-capable packets).
+-- carried ECN-capable packets); with the latency probe (--latency), the
+-- 50th, 95th and 99th percentiles of its round trips and the percentage
+-- of its requests unanswered (latency under load, as run_latency.sql).
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
     -- forward: the flow shares the forward bottleneck (runs before
@@ -63,6 +65,14 @@ WITH per_flow AS (
     FROM runs r JOIN dir_counters d ON d.capture_id = r.bottleneck_capture
     WHERE list_contains($run_ids::INTEGER[], r.run_id)
     GROUP BY r.run_id
+), probe AS (
+    SELECT run_id, quantile_cont(rtt_us, 0.5) / 1e3 AS latency_p50_ms,
+           quantile_cont(rtt_us, 0.95) / 1e3 AS latency_p95_ms,
+           quantile_cont(rtt_us, 0.99) / 1e3 AS latency_p99_ms,
+           100 * count(*) FILTER (WHERE lost IS NOT NULL) / count(*) AS latency_loss_pct
+    FROM latency
+    WHERE list_contains($run_ids::INTEGER[], run_id)
+    GROUP BY run_id
 )
 SELECT run_id,
        sum(throughput_bps) / 1e6 AS throughput_mbps,
@@ -93,11 +103,16 @@ SELECT run_id,
            / nullif(any_value(span.span_s), 0) / any_value(bw_bps) AS utilization_pct,
        any_value(queue.bottleneck_drops) AS bottleneck_drops,
        any_value(queue.bottleneck_marks) AS bottleneck_marks,
-       any_value(marked.ce_packets) AS ce_packets
+       any_value(marked.ce_packets) AS ce_packets,
+       any_value(probe.latency_p50_ms) AS latency_p50_ms,
+       any_value(probe.latency_p95_ms) AS latency_p95_ms,
+       any_value(probe.latency_p99_ms) AS latency_p99_ms,
+       any_value(probe.latency_loss_pct) AS latency_loss_pct
 FROM per_flow
 JOIN span USING (run_id)
 LEFT JOIN rtt USING (run_id)
 LEFT JOIN queue USING (run_id)
 LEFT JOIN marked USING (run_id)
+LEFT JOIN probe USING (run_id)
 GROUP BY run_id
 ORDER BY run_id
