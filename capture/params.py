@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import asdict, dataclass, field
 
-from tcpvar.artefacts.checks import MAX_HOPS, MAX_SCHEDULE_STEPS
+from tcpvar.artefacts.checks import MAX_HOPS, MAX_LATENCY_SAMPLES, MAX_SCHEDULE_STEPS
 from tcpvar.errors import UsageError
 
 from . import aqm as aqms
@@ -27,7 +27,6 @@ ECN_VARIANTS = ("dctcp",)
 # the latency probes beside the flows (--latency) and their default
 # interval: irtt's as Flent's VoIP test sends, ping's as its RRUL test does
 LATENCY_INTERVAL_MS = {"irtt": 10.0, "ping": 200.0}
-MAX_LATENCY_SAMPLES = 1_000_000     # a run's stored samples: duration / interval
 # runs one session or study plans at most (--repeat, a study's cells x
 # repeat): 4 times the largest reproduction (callegari2011 full: 245 x 10),
 # checked before any plan is made

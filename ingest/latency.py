@@ -10,7 +10,6 @@ from tcpvar.artefacts import checks
 from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import InputError
 
-MAX_SAMPLES = 100_000               # capture/params.py MAX_LATENCY_SAMPLES
 MAX_BYTES = 160 << 20               # irtt writes about 1.1 kB a round trip
 # irtt's "lost": whether the request (up), the reply (down) or either was lost
 IRTT_LOST = {"false": None, "true": "unknown", "true_up": "up", "true_down": "down"}
@@ -53,9 +52,9 @@ def _irtt(path: Path, data: bytes) -> Columns:
     trips = doc.get("round_trips") if isinstance(doc, dict) else None
     if not isinstance(trips, list):
         raise InputError(f"{path}: not irtt's JSON (no round_trips list)")
-    if len(trips) > MAX_SAMPLES:
+    if len(trips) > checks.MAX_LATENCY_SAMPLES:
         raise InputError(f"{path}: {len(trips)} round trips, more than a run has "
-                         f"({MAX_SAMPLES})")
+                         f"({checks.MAX_LATENCY_SAMPLES})")
     out = _columns()
     for i, rt in enumerate(trips):
         where = f"{path}: round_trips[{i}]"
@@ -89,8 +88,9 @@ def _ping(path: Path, data: bytes) -> Columns:
             samples[seq] = (round((at - rtt / 1e3) * 1e9), rtt * 1e3, None)
         elif (m := _UNANSWERED.search(line)) and int(m[2]) not in samples:
             samples[int(m[2])] = (round(float(m[1]) * 1e9), None, "unknown")
-        if len(samples) > MAX_SAMPLES:
-            raise InputError(f"{path}: more than {MAX_SAMPLES} pings, more than a run has")
+        if len(samples) > checks.MAX_LATENCY_SAMPLES:
+            raise InputError(f"{path}: more than {checks.MAX_LATENCY_SAMPLES} pings, more "
+                             f"than a run has")
     if not samples and data.strip():
         raise InputError(f"{path}: not ping's output (no reply or unanswered request)")
     out = _columns()

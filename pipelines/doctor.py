@@ -224,6 +224,8 @@ def _specs() -> list[_Spec]:
         _Spec("netns", "root", "tcpvar run and tcpvar probe (namespaces, qdiscs, tracefs)",
               _root, hint=_AS_ROOT),
         *(_tool_spec("netns", t, run_use + RUN_TOOL_USE[t]) for t in TESTBED_TOOLS),
+        *(_tool_spec("netns", t, f"tcpvar run --latency {t} (latency under load)",
+                     required=False) for t in ("irtt", "ping")),
         _Spec("netns", "netem", "--rtt and --loss on the host kernel (auto sends such runs "
               "to the micro-VM)", _netem, hint=_VM_INSTEAD),
         _Spec("netns", MAIN_CC, f"--cc {MAIN_CC} on the host kernel (auto sends it to the "
