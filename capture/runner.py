@@ -6,6 +6,7 @@ host (netns backend) and inside the micro-VM (vm backend).
 from __future__ import annotations
 
 import json
+import os
 import platform
 import random
 import re
@@ -58,12 +59,16 @@ STOPPING_REPORT_S = 10.0
 # iperf3 times its test from its connection, so a client whose SYNs were
 # lost runs late, and one that never connects retries for two minutes. A
 # client still running this long (plus the round trips of its set-up and
-# results exchange) after its flow's duration, counted from when the runner
-# started it (a busy guest is slow to start processes), is ended with
-# SIGINT, on which iperf3 reports what it has: its flow is `cut`, and one
-# that never connected carries nothing. Neither fails the run (outcome()).
+# results exchange) after its flow's duration, counted from when it opened
+# its first socket, is ended with SIGINT, on which iperf3 reports what it
+# has: its flow is `cut`, and one that never connected carries nothing.
+# Neither fails the run (outcome()). Counted from the socket, not from the
+# start of the process: a busy host is slow to start one (in the micro-VM
+# the program is read from the host's share, and the guest's clock skips
+# ahead while it waits), which must not decide a flow's outcome.
 END_GRACE_S = 5.0
 END_GRACE_RTTS = 10
+STARTUP_S = 120.0             # a client that never opens a socket: its deadline's start
 KILL_AFTER_S = 10.0           # a client that ignores SIGINT gets SIGKILL this much later
 STOP_LOOK_S = 1.0             # how often the flows' loop looks for the host's stop file
 # a run's artefacts go to the micro-VM's memory while its flows run when
@@ -321,7 +326,9 @@ class Run:
         t0 = time.monotonic()
         pending = list(self.flows)
         clients: dict[int, subprocess.Popen] = {}
+        plan = {fe.flow.flow: fe.flow for fe in self.flows}
         deadlines: dict[int, float] = {}    # flow: when its client must have ended
+        waiting: set[int] = set()           # flows whose client has no socket yet
         ended: dict[int, float] = {}    # flow: when its client was sent SIGINT
         steps = list(p.schedule[1:])
         next_look = 0.0
@@ -337,8 +344,12 @@ class Run:
                 while pending and pending[0].flow.start_s <= now:
                     fe = pending.pop(0)
                     clients[fe.flow.flow] = self._start_client(fe)
-                    grace = END_GRACE_S + END_GRACE_RTTS * fe.flow.rtt_ms / 1e3
-                    deadlines[fe.flow.flow] = time.monotonic() - t0 + fe.flow.duration_s + grace
+                    deadlines[fe.flow.flow] = _deadline(fe.flow, now + STARTUP_S)
+                    waiting.add(fe.flow.flow)
+                for f in [f for f in waiting if clients[f].poll() is not None
+                          or _has_socket(clients[f].pid)]:
+                    deadlines[f] = _deadline(plan[f], now)
+                    waiting.discard(f)
                 while steps and steps[0][0] <= now:
                     at, rate = steps.pop(0)
                     self.net.set_rate(p.shaper, rate)
@@ -553,6 +564,27 @@ class Run:
 
     def _write_manifest(self) -> None:
         layout.write_manifest(self.dir, self.manifest)
+
+
+def _deadline(flow: Flow, began: float) -> float:
+    """When a client that began trying to connect at @began must have ended."""
+    return began + flow.duration_s + END_GRACE_S + END_GRACE_RTTS * flow.rtt_ms / 1e3
+
+
+def _has_socket(pid: int) -> bool:
+    """Whether process @pid has a socket open: an iperf3 client that has
+    begun connecting."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:         # ended
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def outcome(report: Path, returncode: int, ended: bool) -> str:

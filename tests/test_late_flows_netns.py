@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -142,3 +143,28 @@ def test_the_store_counts_what_the_receiver_got(late_run):
     (none,) = con.execute("SELECT coalesce(bytes_received, 0) FROM flows WHERE run_id = ? "
                           "AND flow = 2", [run["run_id"]]).fetchone()
     assert none == 0
+
+
+def test_a_clients_clock_starts_at_its_first_socket():
+    """A flow's deadline counts from its client's first socket, not from the
+    start of its process (slow on a busy host): a process seen before and
+    after it opens one."""
+    from tcpvar.capture.runner import _has_socket
+
+    code = ("import socket, sys, time\n"
+            "sys.stdin.readline()\n"
+            "s = socket.socket()\n"
+            "print('open', flush=True)\n"
+            "sys.stdin.readline()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert not _has_socket(proc.pid)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == "open\n"
+        assert _has_socket(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not _has_socket(proc.pid)
