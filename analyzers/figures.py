@@ -17,7 +17,7 @@ from .connections import connections
 from .fairness import choose, flows, jain
 from .sqlfiles import sql
 
-KINDS = ("tsg", "cwnd", "throughput", "rtt", "rto", "fairness", "ngwa", "window")
+KINDS = ("tsg", "cwnd", "throughput", "rtt", "rto", "fairness", "ngwa", "window", "latency")
 COLUMNS = 1500              # time columns of a figure (its pixel width at 150 dpi)
 PANELS = 8                  # cwnd's panels (one per sender) unless --conn chose more
 CA_STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
@@ -53,6 +53,7 @@ class Subject:
     ngwa: bool = False                  # NGWA was on, or the capture carries its option
     others: int = 0                     # connections left out by the default choice
     chosen: bool = False                # the senders were named (--conn)
+    latency: str | None = None          # the run's latency probe (--latency): irtt or ping
 
 
 @dataclass
@@ -132,10 +133,12 @@ def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
                               reverse=bool(reverse), hop=hop))
     probe = bool(one(con, "SELECT count(*) > 0 FROM probe_events "
                           "WHERE run_id = $1 AND side = 'sender'", [run_id])[0])
+    latency = one(con, "SELECT any_value(tool) FROM latency WHERE run_id = $1", [run_id])[0]
     return Subject(name, _run_title(name, params, backend, kernel, rows),
                    sender_capture, first, last, senders, run_id=run_id,
                    bottleneck_id=bottleneck, rate=_rate(params, started, first), probe=probe,
-                   ngwa=params.get("ngwa_mode") is not None, chosen=bool(picked))
+                   ngwa=params.get("ngwa_mode") is not None, chosen=bool(picked),
+                   latency=latency)
 
 
 def _bottleneck_conn(con, capture_id, sport: int, dport: int):
@@ -421,6 +424,25 @@ def _iperf3(con, s: Subject, x: Sender) -> list[tuple[float, float, float]]:
         "ORDER BY start_s", [s.run_id, x.flow]).fetchall()]
 
 
+def _latency(con, s: Subject, w: Window, bin_s: float | None) -> dict:
+    """Flent's RRUL view: the throughput figure's data, and beside it on
+    the same time axis the latency probe's round trips (lost requests at
+    their send time)."""
+    doc = _throughput(con, s, w, bin_s)
+    rows = [] if s.latency is None else con.execute(sql("fig_latency"), {
+        "run_id": s.run_id, "origin_ns": s.origin_ns, "t0_ns": w.t0_ns,
+        "t1_ns": w.t1_ns}).fetchall()
+    doc.update(tool=s.latency, rtt=[(t, ms) for t, ms, _ in rows if ms is not None],
+               lost=[t for t, ms, _ in rows if ms is None])
+    if s.latency is None:
+        doc["latency_empty"] = "the run had no latency probe (tcpvar run --latency)"
+    elif not rows:
+        doc["latency_empty"] = "no latency probe request in the window"
+    else:
+        doc["latency_empty"] = None
+    return doc
+
+
 def _fairness(con, s: Subject, w: Window, bin_s: float | None) -> dict:
     """Jain's index per bin over the senders, in the bins where all of them
     sent (a flow not started yet is not treated unfairly); with reverse
@@ -478,5 +500,5 @@ def _window(con, s: Subject, w: Window, _bin) -> dict:
 
 
 _KINDS = {"tsg": _tsg, "cwnd": _cwnd, "throughput": _throughput, "rtt": _rtt, "rto": _rto,
-          "fairness": _fairness, "ngwa": _ngwa, "window": _window}
+          "fairness": _fairness, "ngwa": _ngwa, "window": _window, "latency": _latency}
 assert tuple(_KINDS) == KINDS

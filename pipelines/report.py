@@ -15,12 +15,15 @@ from tcpvar.store import Store
 
 def kinds_for(subj) -> list[str]:
     """The figures worth showing: fairness with two flows or more, NGWA
-    when the run had it switched on or the capture carries the option."""
+    when the run had it switched on or the capture carries the option,
+    latency under load when it had the latency probe."""
     out = ["throughput", "cwnd", "rtt", "rto", "tsg", "window"]
     if len(subj.senders) > 1:
         out.append("fairness")
     if subj.ngwa:
         out.append("ngwa")
+    if subj.latency:
+        out.append("latency")
     return out
 
 

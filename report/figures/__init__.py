@@ -1,6 +1,6 @@
 """Figures: matplotlib drawings of the data analyzers.figures gives, one
 module per family (tsg: time-sequence; kernel: cwnd, rtt, rto; rates:
-throughput, fairness; windows: ngwa, window; scatter: throughput against
+throughput, fairness, latency under load; windows: ngwa, window; scatter: throughput against
 delay across runs, for `tcpvar compare --plot`). Every figure has the
 subject's title, a legend naming each flow, "no data" with the reason in
 an empty panel, and time in seconds on the subject's one axis. The format
@@ -23,7 +23,8 @@ def draw(doc: dict):
     painters = {"tsg": tsg.draw, "cwnd": kernel.draw_cwnd, "rtt": kernel.draw_rtt,
                 "rto": kernel.draw_rto, "throughput": rates.draw_throughput,
                 "fairness": rates.draw_fairness, "ngwa": windows.draw_ngwa,
-                "window": windows.draw_window, "scatter": scatter.draw_scatter}
+                "window": windows.draw_window, "scatter": scatter.draw_scatter,
+                "latency": rates.draw_latency}
     fig = painters[doc["kind"]](doc)
     _literal(fig)
     return fig

@@ -1,8 +1,9 @@
 """Throughput per flow and in total, with the bottleneck's rate and its
-schedule and iperf3's own reports; Jain's index per interval."""
+schedule and iperf3's own reports; Jain's index per interval; throughput
+with the latency probe's round trips under it."""
 from __future__ import annotations
 
-from .axes import color, one_panel
+from .axes import color, empty, finish, one_panel, panels
 
 
 def _per_bin(doc: dict) -> str:
@@ -10,25 +11,48 @@ def _per_bin(doc: dict) -> str:
 
 
 def draw_throughput(doc: dict):
-    def paint(ax):
-        for i, f in enumerate(doc["senders"]):
-            rows = f["goodput"]
-            ax.plot([t for t, _ in rows], [b / 1e6 for _, b in rows], color=color(i),
-                    drawstyle="steps-post", linewidth=1.2, label=f"{f['label']} (capture)")
-            for k, (a, b, bps) in enumerate(f["iperf3"]):
-                ax.plot([a, b], [bps / 1e6] * 2, color=color(i), linestyle=":", linewidth=1.5,
-                        label=None if k else f"{f['label']} (iperf3 sender reports)")
-        if len(doc["senders"]) > 1:
-            ax.plot([t for t, _ in doc["total"]], [b / 1e6 for _, b in doc["total"]],
-                    color="0.2", drawstyle="steps-post", linewidth=1,
-                    label=doc.get("total_label", "total"))
-        if doc["rate"]:
-            ts = [t for t, _ in doc["rate"]] + [doc["to_s"]]
-            rates = [r / 1e6 for _, r in doc["rate"]]
-            ax.step(ts, rates + rates[-1:], where="post", color="black", linestyle="--",
-                    linewidth=1, label="bottleneck rate")
-        ax.set_ylim(bottom=0)
-    return one_panel(doc, "Throughput", f"goodput (Mbit/s)\n{_per_bin(doc)}", paint)
+    return one_panel(doc, "Throughput", f"goodput (Mbit/s)\n{_per_bin(doc)}",
+                     lambda ax: _paint_throughput(ax, doc))
+
+
+def _paint_throughput(ax, doc: dict) -> None:
+    for i, f in enumerate(doc["senders"]):
+        rows = f["goodput"]
+        ax.plot([t for t, _ in rows], [b / 1e6 for _, b in rows], color=color(i),
+                drawstyle="steps-post", linewidth=1.2, label=f"{f['label']} (capture)")
+        for k, (a, b, bps) in enumerate(f["iperf3"]):
+            ax.plot([a, b], [bps / 1e6] * 2, color=color(i), linestyle=":", linewidth=1.5,
+                    label=None if k else f"{f['label']} (iperf3 sender reports)")
+    if len(doc["senders"]) > 1:
+        ax.plot([t for t, _ in doc["total"]], [b / 1e6 for _, b in doc["total"]],
+                color="0.2", drawstyle="steps-post", linewidth=1,
+                label=doc.get("total_label", "total"))
+    if doc["rate"]:
+        ts = [t for t, _ in doc["rate"]] + [doc["to_s"]]
+        rates = [r / 1e6 for _, r in doc["rate"]]
+        ax.step(ts, rates + rates[-1:], where="post", color="black", linestyle="--",
+                linewidth=1, label="bottleneck rate")
+    ax.set_ylim(bottom=0)
+
+
+def draw_latency(doc: dict):
+    """Throughput above, the latency probe's round trips below, one time
+    axis: what the flows did to an interactive application's delay."""
+    fig, (top, bottom) = panels(2, 3.4)
+    if not empty(top, doc["empty"]):
+        _paint_throughput(top, doc)
+    top.set_ylabel(f"goodput (Mbit/s)\n{_per_bin(doc)}")
+    if not empty(bottom, doc["latency_empty"]):
+        rtt = doc["rtt"]
+        bottom.plot([t for t, _ in rtt], [ms for _, ms in rtt], linestyle="none", marker=".",
+                    markersize=2, color="C3", label=f"{doc['tool']} round trip")
+        if doc["lost"]:
+            bottom.plot(doc["lost"], [0] * len(doc["lost"]), linestyle="none", marker="|",
+                        markersize=8, color="black", label="lost request")
+        bottom.set_ylim(bottom=0)
+    bottom.set_ylabel("latency (ms)")
+    finish(fig, [top, bottom], doc, "Throughput and latency under load")
+    return fig
 
 
 def draw_fairness(doc: dict):
