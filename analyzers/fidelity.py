@@ -249,9 +249,10 @@ def _service(con, run: dict, p: dict, arrivals: int, departures: int,
              through: list[int] | None, steps: list[tuple[float, float]]) -> list[dict]:
     """Per step of @steps, the rate of the queue between capture @arrivals
     (what entered its router) and @departures (what left it)."""
+    con.execute(sql("passages"), {"sender": arrivals, "bottleneck": departures,
+                                  "through": through})
     rows = con.execute(sql("fidelity_service"), {
-        "sender": arrivals, "bottleneck": departures,
-        "through": through, "charged_after": p.get("shaper", "htb") == "htb",
+        "charged_after": p.get("shaper", "htb") == "htb",
         "started_ns": run["started_ns"], "starts": [t for t, _ in steps],
         "guard_before": STEP_GUARD_S[0], "guard_after": STEP_GUARD_S[1]}).fetchall()
     got = {step: (n, nbytes, gap_ns) for step, n, nbytes, gap_ns in rows}
