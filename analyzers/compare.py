@@ -22,7 +22,8 @@ METRICS = ("throughput_mbps", "goodput_mbps", "system_goodput_mbps", "iperf3_mbp
            "background_mbps", "test_mbps", "flow_mbps", "through_mbps", "cross_mbps",
            "utilization_pct", "bottleneck_drops",
            "bottleneck_marks", "ce_packets", "latency_p50_ms", "latency_p95_ms",
-           "latency_p99_ms", "latency_loss_pct")
+           "latency_p99_ms", "latency_loss_pct", "queue_delay_p50_ms", "queue_delay_p95_ms",
+           "queue_delay_p99_ms")
 
 
 def _schedule(p: dict) -> str:

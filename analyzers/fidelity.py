@@ -190,14 +190,14 @@ def _steps(p: dict) -> list[tuple[float, float]]:
 
 
 def _bottleneck(con, run: dict, p: dict) -> dict:
-    """The service rate of each bottleneck queue (_queues), judged per step
+    """The service rate of each bottleneck queue (queues), judged per step
     of its rate; its steps name the queue when there is more than one."""
     out = {"bottleneck_status": UNKNOWN, "bottleneck_mbps": None, "bottleneck_asked_mbps": None,
            "backlogged_departures": None, "bottleneck_steps": None}
     if not p or run["started_ns"] is None:
         return out
     shown = []
-    for name, arrivals, departures, through, steps in _queues(con, run, p):
+    for name, arrivals, departures, through, steps in queues(con, run, p):
         if arrivals is None or departures is None:
             return out
         shown += [{**name, **step} for step in
@@ -221,7 +221,7 @@ def queue_name(step: dict) -> str | None:
     return f"hop {step['hop']}" if step.get("hop") else step.get("queue")
 
 
-def _queues(con, run: dict, p: dict) -> list[tuple]:
+def queues(con, run: dict, p: dict) -> list[tuple]:
     """Each queue the check measures: (its name in the steps, the capture
     of what entered its router, the capture of what left it, the source
     ports of the packets through it (None: all), the steps of its rate).

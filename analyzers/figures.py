@@ -17,7 +17,8 @@ from .connections import connections
 from .fairness import choose, flows, jain
 from .sqlfiles import sql
 
-KINDS = ("tsg", "cwnd", "throughput", "rtt", "rto", "fairness", "ngwa", "window", "latency")
+KINDS = ("tsg", "cwnd", "throughput", "rtt", "rto", "fairness", "ngwa", "window", "latency",
+         "queue")
 COLUMNS = 1500              # time columns of a figure (its pixel width at 150 dpi)
 PANELS = 8                  # cwnd's panels (one per sender) unless --conn chose more
 CA_STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
@@ -443,6 +444,23 @@ def _latency(con, s: Subject, w: Window, bin_s: float | None) -> dict:
     return doc
 
 
+def _queue(con, s: Subject, w: Window, _bin) -> dict:
+    """The bottleneck's queueing delay of each sender's data packets, at
+    their departure, and the packets queued behind each (queue_delays)."""
+    rows = [] if s.run_id is None else con.execute(sql("fig_queue"), {
+        "run_id": s.run_id, "origin_ns": s.origin_ns, "t0_ns": w.t0_ns,
+        "t1_ns": w.t1_ns}).fetchall()
+    by_flow: dict[int, list] = {}
+    for flow, t, delay, _ in rows:
+        by_flow.setdefault(flow, []).append((t, delay))
+    return {"senders": [{"label": x.label, "delay": by_flow.get(x.flow, [])}
+                        for x in s.senders if x.flow in by_flow],
+            "backlog": [(t, n) for _, t, _, n in rows],
+            "empty": None if rows else "queueing delays are a stored run's, from both its "
+            "captures" if s.run_id is None else "no packet of the run's flows matched in "
+            "both captures in the window"}
+
+
 def _fairness(con, s: Subject, w: Window, bin_s: float | None) -> dict:
     """Jain's index per bin over the senders, in the bins where all of them
     sent (a flow not started yet is not treated unfairly); with reverse
@@ -500,5 +518,6 @@ def _window(con, s: Subject, w: Window, _bin) -> dict:
 
 
 _KINDS = {"tsg": _tsg, "cwnd": _cwnd, "throughput": _throughput, "rtt": _rtt, "rto": _rto,
-          "fairness": _fairness, "ngwa": _ngwa, "window": _window, "latency": _latency}
+          "fairness": _fairness, "ngwa": _ngwa, "window": _window, "latency": _latency,
+          "queue": _queue}
 assert tuple(_KINDS) == KINDS

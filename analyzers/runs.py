@@ -50,10 +50,16 @@ def run_summary(con, run_id: int) -> dict:
     if doc["params"] and doc["params"].get("mode") == "friendliness":
         doc["friendliness"] = _friendliness(doc["flows"])
     doc["fidelity"] = fidelity.stored(con, run_id)
-    cur = con.execute(sql("run_latency"), {"run_id": run_id})
-    row = cur.fetchone()
-    doc["latency"] = dict(zip([d[0] for d in cur.description], row)) if row else None
+    doc["latency"] = _one_row(con, "run_latency", run_id)
+    doc["queue_delay"] = _one_row(con, "run_queue_delay", run_id)
     return doc
+
+
+def _one_row(con, name: str, run_id: int) -> dict | None:
+    """The row of sql/@name for the run, by column; None without one."""
+    cur = con.execute(sql(name), {"run_id": run_id})
+    row = cur.fetchone()
+    return dict(zip([d[0] for d in cur.description], row)) if row else None
 
 
 def _flow(r: dict) -> dict:
@@ -77,6 +83,8 @@ def _flow(r: dict) -> dict:
         "rto_max_ms": r["rto_max_ms"],
         "rto_events": r["rto_events"], "rto_events_source": r["rto_events_source"],
         "probe_events": r["probe_events"],
+        "queue_delay_ms": None if r["queue_delay_p50_ms"] is None else {
+            "p50": r["queue_delay_p50_ms"], "p95": r["queue_delay_p95_ms"]},
         "ngwa_window_bytes": None if not r["ngwa_packets"] else {
             "packets": r["ngwa_packets"], "min": r["ngwa_min_bytes"],
             "median": r["ngwa_median_bytes"]},

@@ -17,7 +17,7 @@ def kinds_for(subj) -> list[str]:
     """The figures worth showing: fairness with two flows or more, NGWA
     when the run had it switched on or the capture carries the option,
     latency under load when it had the latency probe."""
-    out = ["throughput", "cwnd", "rtt", "rto", "tsg", "window"]
+    out = ["throughput", "cwnd", "rtt", "rto", "tsg", "window", "queue"]
     if len(subj.senders) > 1:
         out.append("fairness")
     if subj.ngwa:

@@ -30,6 +30,8 @@ HEADINGS = {
     "ce_packets": ("CE pkts (capture)", 1),
     "latency_p50_ms": ("latency p50 ms", 1), "latency_p95_ms": ("latency p95 ms", 1),
     "latency_p99_ms": ("latency p99 ms", 1), "latency_loss_pct": ("latency loss %", 2),
+    "queue_delay_p50_ms": ("queueing p50 ms", 1), "queue_delay_p95_ms": ("queueing p95 ms", 1),
+    "queue_delay_p99_ms": ("queueing p99 ms", 1),
 }
 
 

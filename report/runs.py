@@ -114,6 +114,11 @@ def summary_lines(s: dict) -> list[str]:
         lines.append("NGWA window after the bottleneck: " + "; ".join(
             f"flow {f['flow']} median {f['ngwa_window_bytes']['median']:.0f} B, "
             f"min {f['ngwa_window_bytes']['min']} B" for f in ngwa))
+    if q := s.get("queue_delay"):
+        lines.append(f"queueing delay at the bottleneck ({q['packets']} data packets): p50 "
+                     f"{ms(q['p50_ms'])}, p95 {ms(q['p95_ms'])}, p99 {ms(q['p99_ms'])}, max "
+                     f"{ms(q['max_ms'])} ms; at most {q['backlog_max_packets']} packets "
+                     f"({q['backlog_max_bytes']} B) queued behind one")
     if lat := s.get("latency"):
         lines.append(latency_line(lat, (s["params"] or {}).get("latency_interval_ms")))
     if s["probe_source"]:

@@ -198,6 +198,19 @@ CREATE TABLE IF NOT EXISTS latency (
     lost      VARCHAR                   -- NULL: answered; 'up', 'down' (irtt), 'unknown'
 );
 
+-- The bottleneck's queueing delay, per data packet of a run's forward
+-- flows seen entering the bottleneck router (sender capture) and leaving
+-- its queue (bottleneck capture): analyzers/sql/queue_delays.sql.
+CREATE TABLE IF NOT EXISTS queue_delays (
+    run_id          INTEGER,
+    flow            INTEGER,
+    arrived_ns      BIGINT,             -- entering the router (sender capture)
+    departed_ns     BIGINT,             -- leaving the queue (bottleneck capture)
+    delay_us        DOUBLE,             -- departed - arrived
+    backlog_packets INTEGER,            -- the queue it left behind
+    backlog_bytes   BIGINT
+);
+
 -- A parking lot's hops (--topology parking-lot): each hop's router and the
 -- captures of what entered it (hop 1's: the sender capture) and what left
 -- its queue, for the per-hop fidelity check. A dumbbell run has none.

@@ -4,7 +4,8 @@
 -- NGWA values the bottleneck wrote into the flow's data packets, and its
 -- ECN: the data packets that left the bottleneck CE-marked (bottleneck
 -- capture), the ACKs that echoed it (ECE) and the data packets whose
--- sender said it had reacted (CWR) in the sender capture.
+-- sender said it had reacted (CWR) in the sender capture; the 50th and
+-- 95th percentiles of its data packets' queueing delay (queue_delays).
 -- An RTO event is an entry into the Loss state when the probe carries
 -- ca_state (extended record), else a timeout the capture analysis inferred.
 -- Parameter: $run_id.
@@ -60,6 +61,13 @@ ecn AS (
      AND back.dir <> d.dir
     WHERE f.run_id = $run_id
 ),
+queueing AS (
+    SELECT flow, quantile_cont(delay_us, 0.5) / 1e3 AS p50_ms,
+           quantile_cont(delay_us, 0.95) / 1e3 AS p95_ms
+    FROM queue_delays
+    WHERE run_id = $run_id
+    GROUP BY flow
+),
 pcap AS (
     SELECT f.flow, s.*
     FROM flows f
@@ -88,12 +96,14 @@ SELECT f.flow, f.role, f.cc, f.src_addr, f.src_port, f.dst_addr, f.dst_port, f.s
             ELSE pcap.rto_events END AS rto_events,
        CASE WHEN probe.has_ca_state THEN 'tcp_probe' ELSE 'pcap' END AS rto_events_source,
        ngwa.packets AS ngwa_packets, ngwa.min_bytes AS ngwa_min_bytes,
-       ngwa.median_bytes AS ngwa_median_bytes
+       ngwa.median_bytes AS ngwa_median_bytes,
+       queueing.p50_ms AS queue_delay_p50_ms, queueing.p95_ms AS queue_delay_p95_ms
 FROM flows f
 LEFT JOIN pcap USING (flow)
 LEFT JOIN probe USING (flow)
 LEFT JOIN loss_entries USING (flow)
 LEFT JOIN ngwa USING (flow)
 LEFT JOIN ecn USING (flow)
+LEFT JOIN queueing USING (flow)
 WHERE f.run_id = $run_id
 ORDER BY f.flow

@@ -24,7 +24,9 @@
 -- `ce_mark`), and the CE-marked packets of the bottleneck capture (when it
 -- carried ECN-capable packets); with the latency probe (--latency), the
 -- 50th, 95th and 99th percentiles of its round trips and the percentage
--- of its requests unanswered (latency under load, as run_latency.sql).
+-- of its requests unanswered (latency under load, as run_latency.sql);
+-- the 50th, 95th and 99th percentiles of the queueing delay of the
+-- flows' data packets at the bottleneck (queue_delays).
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
     -- forward: the flow shares the forward bottleneck (runs before
@@ -73,6 +75,13 @@ WITH per_flow AS (
     FROM latency
     WHERE list_contains($run_ids::INTEGER[], run_id)
     GROUP BY run_id
+), queueing AS (
+    SELECT run_id, quantile_cont(delay_us, 0.5) / 1e3 AS queue_delay_p50_ms,
+           quantile_cont(delay_us, 0.95) / 1e3 AS queue_delay_p95_ms,
+           quantile_cont(delay_us, 0.99) / 1e3 AS queue_delay_p99_ms
+    FROM queue_delays
+    WHERE list_contains($run_ids::INTEGER[], run_id)
+    GROUP BY run_id
 )
 SELECT run_id,
        sum(throughput_bps) / 1e6 AS throughput_mbps,
@@ -107,12 +116,16 @@ SELECT run_id,
        any_value(probe.latency_p50_ms) AS latency_p50_ms,
        any_value(probe.latency_p95_ms) AS latency_p95_ms,
        any_value(probe.latency_p99_ms) AS latency_p99_ms,
-       any_value(probe.latency_loss_pct) AS latency_loss_pct
+       any_value(probe.latency_loss_pct) AS latency_loss_pct,
+       any_value(queueing.queue_delay_p50_ms) AS queue_delay_p50_ms,
+       any_value(queueing.queue_delay_p95_ms) AS queue_delay_p95_ms,
+       any_value(queueing.queue_delay_p99_ms) AS queue_delay_p99_ms
 FROM per_flow
 JOIN span USING (run_id)
 LEFT JOIN rtt USING (run_id)
 LEFT JOIN queue USING (run_id)
 LEFT JOIN marked USING (run_id)
 LEFT JOIN probe USING (run_id)
+LEFT JOIN queueing USING (run_id)
 GROUP BY run_id
 ORDER BY run_id

@@ -1,10 +1,11 @@
 """Figures: matplotlib drawings of the data analyzers.figures gives, one
 module per family (tsg: time-sequence; kernel: cwnd, rtt, rto; rates:
-throughput, fairness, latency under load; windows: ngwa, window; scatter: throughput against
-delay across runs, for `tcpvar compare --plot`). Every figure has the
-subject's title, a legend naming each flow, "no data" with the reason in
-an empty panel, and time in seconds on the subject's one axis. The format
-follows the file's extension: .png, .svg or .pdf."""
+throughput, fairness, latency under load, queueing delay; windows: ngwa,
+window; scatter: throughput against delay across runs, for `tcpvar
+compare --plot`). Every figure has the subject's title, a legend naming
+each flow, "no data" with the reason in an empty panel, and time in
+seconds on the subject's one axis. The format follows the file's
+extension: .png, .svg or .pdf."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,7 +25,7 @@ def draw(doc: dict):
                 "rto": kernel.draw_rto, "throughput": rates.draw_throughput,
                 "fairness": rates.draw_fairness, "ngwa": windows.draw_ngwa,
                 "window": windows.draw_window, "scatter": scatter.draw_scatter,
-                "latency": rates.draw_latency}
+                "latency": rates.draw_latency, "queue": rates.draw_queue}
     fig = painters[doc["kind"]](doc)
     _literal(fig)
     return fig

@@ -35,6 +35,25 @@ def _paint_throughput(ax, doc: dict) -> None:
     ax.set_ylim(bottom=0)
 
 
+def draw_queue(doc: dict):
+    """The queueing delay of each flow's packets above, the packets queued
+    behind each below: the queue's occupancy, as the packets saw it."""
+    fig, (top, bottom) = panels(2, 3.4)
+    if not empty(top, doc["empty"]):
+        for i, f in enumerate(doc["senders"]):
+            top.plot([t for t, _ in f["delay"]], [d for _, d in f["delay"]], linestyle="none",
+                     marker=".", markersize=1.5, color=color(i), label=f["label"])
+        top.set_ylim(bottom=0)
+        bottom.plot([t for t, _ in doc["backlog"]], [n for _, n in doc["backlog"]],
+                    color="0.3", linewidth=0.8, drawstyle="steps-post",
+                    label="packets queued behind the one leaving")
+        bottom.set_ylim(bottom=0)
+    top.set_ylabel("queueing delay (ms)")
+    bottom.set_ylabel("queue (packets)")
+    finish(fig, [top, bottom], doc, "Queueing delay and occupancy at the bottleneck")
+    return fig
+
+
 def draw_latency(doc: dict):
     """Throughput above, the latency probe's round trips below, one time
     axis: what the flows did to an interactive application's delay."""
