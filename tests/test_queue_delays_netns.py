@@ -16,9 +16,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tshark_truth import fields
+
 from conftest import tcpvar_main
 from run_helpers import tcpvar_run
-from tshark_truth import fields
 
 pytestmark = pytest.mark.slow
 
