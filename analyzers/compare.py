@@ -13,6 +13,7 @@ import statistics
 from tcpvar.artefacts.checks import stored_params
 from tcpvar.errors import UsageError
 
+from .dynamics import run_dynamics
 from .fidelity import verdicts
 from .significance import t975
 from .sqlfiles import sql
@@ -23,7 +24,7 @@ METRICS = ("throughput_mbps", "goodput_mbps", "system_goodput_mbps", "iperf3_mbp
            "utilization_pct", "bottleneck_drops",
            "bottleneck_marks", "ce_packets", "latency_p50_ms", "latency_p95_ms",
            "latency_p99_ms", "latency_loss_pct", "queue_delay_p50_ms", "queue_delay_p95_ms",
-           "queue_delay_p99_ms")
+           "queue_delay_p99_ms", "oscillation_cov", "convergence_s", "refill_s")
 
 
 def _schedule(p: dict) -> str:
@@ -197,11 +198,15 @@ def _mean_ci95(values: dict[str, list]) -> dict:
 
 
 def _metrics(con, run_ids: list[int]) -> dict[int, dict]:
+    """Per run, sql/run_metrics.sql's metrics and its dynamics (dynamics.py)."""
     if not run_ids:
         return {}
     cur = con.execute(sql("run_metrics"), {"run_ids": run_ids})
     names = [d[0] for d in cur.description]
-    return {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+    out = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
+    for run_id, metrics in out.items():
+        metrics.update(run_dynamics(con, run_id))
+    return out
 
 
 def _order(v):

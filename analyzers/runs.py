@@ -10,6 +10,7 @@ from tcpvar.capture.aqm import AQMS
 from tcpvar.store.db import one
 
 from . import fidelity
+from .dynamics import run_dynamics
 from .fairness import friendliness, jain
 from .sqlfiles import sql
 
@@ -52,6 +53,7 @@ def run_summary(con, run_id: int) -> dict:
     doc["fidelity"] = fidelity.stored(con, run_id)
     doc["latency"] = _one_row(con, "run_latency", run_id)
     doc["queue_delay"] = _one_row(con, "run_queue_delay", run_id)
+    doc["dynamics"] = run_dynamics(con, run_id)
     return doc
 
 

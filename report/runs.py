@@ -70,6 +70,12 @@ def run_title(s: dict) -> str:
     return printable(title)       # names, kernel, mode: a run folder may be anyone's
 
 
+# RFC 5166's dynamics (analyzers/dynamics.py), as the summary says them
+DYNAMICS = (("oscillation_cov", "oscillation (CoV of each flow's 1 s goodput) {:.3f}"),
+            ("convergence_s", "a joining flow reached its fair share in {:.1f} s"),
+            ("refill_s", "the flows filled the link {:.1f} s after a rate step"))
+
+
 def summary_lines(s: dict) -> list[str]:
     """Jain's index, friendliness, the probe and anything that went wrong."""
     lines = []
@@ -114,6 +120,9 @@ def summary_lines(s: dict) -> list[str]:
         lines.append("NGWA window after the bottleneck: " + "; ".join(
             f"flow {f['flow']} median {f['ngwa_window_bytes']['median']:.0f} B, "
             f"min {f['ngwa_window_bytes']['min']} B" for f in ngwa))
+    d = s.get("dynamics") or {}
+    if parts := [text.format(d[key]) for key, text in DYNAMICS if d.get(key) is not None]:
+        lines.append("dynamics: " + "; ".join(parts))
     if q := s.get("queue_delay"):
         lines.append(f"queueing delay at the bottleneck ({q['packets']} data packets): p50 "
                      f"{ms(q['p50_ms'])}, p95 {ms(q['p95_ms'])}, p99 {ms(q['p99_ms'])}, max "
