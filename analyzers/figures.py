@@ -446,16 +446,17 @@ def _latency(con, s: Subject, w: Window, bin_s: float | None) -> dict:
 
 def _queue(con, s: Subject, w: Window, _bin) -> dict:
     """The bottleneck's queueing delay of each sender's data packets, at
-    their departure, and the packets queued behind each (queue_delays)."""
-    rows = [] if s.run_id is None else con.execute(sql("fig_queue"), {
-        "run_id": s.run_id, "origin_ns": s.origin_ns, "t0_ns": w.t0_ns,
-        "t1_ns": w.t1_ns}).fetchall()
+    their departure, and the packets queued behind each (queue_delays);
+    beside them the queue as `tc -s` said it every 100 ms."""
+    window = {"run_id": s.run_id, "origin_ns": s.origin_ns, "t0_ns": w.t0_ns, "t1_ns": w.t1_ns}
+    rows = [] if s.run_id is None else con.execute(sql("fig_queue"), window).fetchall()
+    sampled = [] if s.run_id is None else con.execute(sql("fig_backlog"), window).fetchall()
     by_flow: dict[int, list] = {}
     for flow, t, delay, _ in rows:
         by_flow.setdefault(flow, []).append((t, delay))
     return {"senders": [{"label": x.label, "delay": by_flow.get(x.flow, [])}
                         for x in s.senders if x.flow in by_flow],
-            "backlog": [(t, n) for _, t, _, n in rows],
+            "backlog": [(t, n) for _, t, _, n in rows], "sampled": sampled,
             "empty": None if rows else "queueing delays are a stored run's, from both its "
             "captures" if s.run_id is None else "no packet of the run's flows matched in "
             "both captures in the window"}

@@ -28,6 +28,7 @@ MAX_JSON_BYTES = 64 << 20
 MAX_SCHEDULE_STEPS = 1000
 MAX_HOPS = 8                    # a parking lot's bottlenecks (`--hops`)
 MAX_LATENCY_SAMPLES = 100_000   # a run's latency probe: its duration over its interval
+MAX_BACKLOG_SAMPLES = 200_000   # the bottleneck's sampled backlog, 10 a second: 5.5 h
 _BIGINT = 1 << 63               # the store's BIGINT columns
 _INTEGER = 1 << 31              # and its INTEGER ones
 

@@ -78,6 +78,7 @@ def latency_report(tool: str) -> str:
 
 
 LATENCY_LOG = "latency.err"
+BACKLOG = "backlog.jsonl"                 # the bottleneck's `tc -s` every 100 ms
 
 
 def iperf_log(flow: int, server: bool = False) -> str:

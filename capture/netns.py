@@ -73,13 +73,15 @@ class Processes:
         self.env = env or {}            # added to this process's environment
 
     def start(self, name: str, args: list[str], ns: str | None = None,
-              stdout=None, stderr=None, text: bool = False) -> subprocess.Popen:
-        """@stdout, @stderr: a Path to write to, subprocess.PIPE, or None."""
+              stdout=None, stderr=None, text: bool = False,
+              stdin=subprocess.DEVNULL) -> subprocess.Popen:
+        """@stdout, @stderr: a Path to write to, subprocess.PIPE, or None;
+        @stdin: subprocess.PIPE to write to the process."""
         # `ip netns exec` execs the command, so the PID is the tool's own
         full = (["ip", "netns", "exec", ns] if ns else []) + args
         out, err = _sink(stdout), _sink(stderr)
         try:
-            proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            proc = subprocess.Popen(full, stdin=stdin, stdout=out, stderr=err,
                                     text=text, start_new_session=True,
                                     env={**os.environ, **self.env})
         finally:

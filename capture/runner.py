@@ -26,6 +26,7 @@ from tcpvar.progress import Progress, Reporter, ignore
 
 from . import clock as clocks
 from . import nsctl, traffic
+from .backlog import BacklogSampler
 from .cpu import CpuMeter
 from .kernels import loaded_variants
 from .netns import TESTBED_TOOLS, need_root, need_tools, run
@@ -338,6 +339,7 @@ class Run:
                                    daemon=True)
         sampler.start()
         latency = self._start_latency()
+        backlog = BacklogSampler(self.net, "rl", "right", self.work / layout.BACKLOG)
         try:
             while pending or any(c.poll() is None for c in clients.values()):
                 now = time.monotonic() - t0
@@ -370,6 +372,7 @@ class Run:
             if latency is not None:
                 self._end_latency(latency)
         finally:
+            backlog.stop()
             stop.set()
             sampler.join()
             self.manifest["cpu"] = cpu.summary()

@@ -146,11 +146,12 @@ class Testbed:
 
     # -- processes ----------------------------------------------------------
     def start(self, name: str, role: str, args: list[str], stdout=None, stderr=None,
-              text: bool = False) -> subprocess.Popen:
+              text: bool = False, stdin=subprocess.DEVNULL) -> subprocess.Popen:
         """A process in node @role's namespace; stdout/stderr: a Path to
-        write to, subprocess.PIPE, or None for nothing."""
+        write to, subprocess.PIPE, or None for nothing; stdin: PIPE to
+        write to it."""
         return self.procs.start(name, args, ns=self.ns(role), stdout=stdout, stderr=stderr,
-                                text=text)
+                                text=text, stdin=stdin)
 
     def run(self, role: str, args: list[str], check: bool = True) -> str:
         """A command in node @role's namespace; its stdout."""

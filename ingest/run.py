@@ -15,6 +15,7 @@ from tcpvar.artefacts.run_folder import read_manifest
 from tcpvar.errors import InputError, NoTcpError
 from tcpvar.store.db import one
 
+from .backlog import insert_backlog, read_backlog
 from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
 from .latency import insert_latency, read_latency
@@ -43,6 +44,7 @@ def load_run(store, run_dir: Path, progress=None) -> int:
                for f in m["flows"]}
     qdiscs = qdisc_rows(run_dir)
     latency = read_latency(run_dir)
+    backlog = read_backlog(run_dir)
     notes = [m["error"]] if m.get("error") else []
     con = store.con
     run_id = new_run_id(con)
@@ -87,6 +89,8 @@ def load_run(store, run_dir: Path, progress=None) -> int:
                  captures.get(layout.hop_capture(hop))] for hop in range(1, hops + 1)])
         if latency:
             insert_latency(c, run_id, *latency)
+        if backlog:
+            insert_backlog(c, run_id, backlog)
         if qdiscs:
             c.executemany("INSERT INTO qdisc_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
                           "$9, $10, $11, $12, $13, $14, $15)", [[run_id, *q] for q in qdiscs])

@@ -211,6 +211,17 @@ CREATE TABLE IF NOT EXISTS queue_delays (
     backlog_bytes   BIGINT
 );
 
+-- The bottleneck queue's backlog sampled by the runner while the flows
+-- ran (`tc -s` every 100 ms, backlog.jsonl): a series of the queue
+-- independent of the captures' (queue_delays).
+CREATE TABLE IF NOT EXISTS backlog_samples (
+    run_id   INTEGER,
+    t_ns     BIGINT,                    -- when it was asked (wall clock)
+    packets  BIGINT,                    -- tc's qlen of the queue under the rate limiter
+    bytes    BIGINT,                    -- its backlog
+    drops    BIGINT                     -- its drops so far
+);
+
 -- A parking lot's hops (--topology parking-lot): each hop's router and the
 -- captures of what entered it (hop 1's: the sender capture) and what left
 -- its queue, for the per-hop fidelity check. A dumbbell run has none.

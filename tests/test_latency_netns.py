@@ -117,10 +117,13 @@ def test_compare_by_latency_tool(runs):
      "seqno or its send time is not a count"),
     ("latency-irtt.json", '{"round_trips": {}}', "no round_trips list"),
     ("latency-ping.txt", "\x1b[2Jnothing ping prints\n", "not ping's output"),
+    ("backlog.jsonl", '{"t_ns": "soon", "qdiscs": []}\n{}\n',
+     "line 1 is not a sample of the bottleneck's queue"),
+    ("backlog.jsonl", "[[[\n{}\n", "line 1 is not JSON"),
 ])
 def test_a_malformed_latency_file_is_one_line(runs, tmp_path, name, text, words):
-    """A run folder's latency file is untrusted: one line, exit 3 (bad
-    input), the store unchanged."""
+    """A run folder's latency file and sampled backlog are untrusted: one
+    line, exit 3 (bad input), the store unchanged."""
     _, r = runs
     folder = tmp_path / "theirs"
     shutil.copytree(r["irtt"]["dir"], folder)

@@ -113,3 +113,34 @@ def test_summary_compare_and_figure(run, truth):
     assert len(shown) == len(truth)
     assert shown == pytest.approx(sorted(delays), abs=1e-6)
     assert (Path(r["dir"]) / "figures" / "queue.png").stat().st_size > 10_000
+
+
+def test_sampled_backlog_is_tcs_and_agrees_with_the_captures(run):
+    """backlog_samples holds the queue under the rate limiter as tc printed
+    it every 100 ms (backlog.jsonl). The captures' queue (the packets behind
+    the last one to leave before each sample) agrees with it: for half the
+    samples or more exactly, and within 5 packets for 90 % of them (a
+    sample's time is taken before tc reads the queue, which at 20 Mbit/s
+    sends a packet every 0.6 ms)."""
+    tmp, r = run
+    lines = (Path(r["dir"]) / "backlog.jsonl").read_text().splitlines()
+    want = []
+    for line in lines:
+        sample = json.loads(line)
+        (q,) = [q for q in sample["qdiscs"] if q.get("parent") == "1:1"]
+        want.append((sample["t_ns"], q["qlen"], q["backlog"], q["drops"]))
+    con = duckdb.connect(str(tmp / "t.duckdb"), read_only=True)
+    got = con.execute("SELECT t_ns, packets, bytes, drops FROM backlog_samples "
+                      "WHERE run_id = ? ORDER BY t_ns", [r["run_id"]]).fetchall()
+    assert got == want and len(got) > 30           # 4 s at 10 a second
+    departures = con.execute("SELECT departed_ns, backlog_packets FROM queue_delays "
+                             "WHERE run_id = ? ORDER BY departed_ns", [r["run_id"]]).fetchall()
+    times = [t for t, _ in departures]
+    off = []
+    for t, packets, _, _ in got:
+        i = bisect.bisect_right(times, t)
+        if 0 < i < len(times):
+            off.append(abs(packets - departures[i - 1][1]))
+    off.sort()
+    assert len(off) > 30
+    assert off[len(off) // 2] == 0 and off[int(0.9 * len(off))] <= 5, off

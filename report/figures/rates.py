@@ -46,7 +46,11 @@ def draw_queue(doc: dict):
         top.set_ylim(bottom=0)
         bottom.plot([t for t, _ in doc["backlog"]], [n for _, n in doc["backlog"]],
                     color="0.3", linewidth=0.8, drawstyle="steps-post",
-                    label="packets queued behind the one leaving")
+                    label="packets queued behind the one leaving (captures)")
+        if doc["sampled"]:
+            bottom.plot([t for t, _ in doc["sampled"]], [n for _, n in doc["sampled"]],
+                        linestyle="none", marker="o", markersize=3, color="C3",
+                        label="queue length, tc -s every 100 ms")
         bottom.set_ylim(bottom=0)
     top.set_ylabel("queueing delay (ms)")
     bottom.set_ylabel("queue (packets)")
