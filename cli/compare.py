@@ -29,16 +29,20 @@ from .options import db_option, json_option
                    "over the pairs, the repeats per group that would tell them apart (power "
                    "0.8), and whether their 95 % intervals overlap.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Also draw throughput against the 95th-percentile RTT, a point per run "
-                   "and each group's mean with its CI (.png, .svg or .pdf).")
+              help="Also draw a figure across runs (.png, .svg or .pdf): see --plot-kind.")
+@click.option("--plot-kind", default="scatter", show_default=True,
+              type=click.Choice(["scatter", "cdf", "box"]),
+              help="scatter: throughput against the 95th-percentile RTT, a point per run and "
+                   "each group's mean with its CI; cdf, box: how --metric spreads across "
+                   "each group's runs.")
 @click.option("--faithful-only", is_flag=True,
               help="Leave out the runs whose fidelity check failed (docs/run.md); without it "
                    "they are counted and flagged.")
 @json_option("Print JSON (docs/compare.md).", format_choice=True)
 @click.option("--csv", "fmt", flag_value="csv", help="Print CSV, one row per group.")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print a Markdown table.")
-def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, faithful_only,
-            fmt):
+def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, plot_kind,
+            faithful_only, fmt):
     """Group complete runs by parameters and give, per group, the number of
     runs and the mean and 95 % confidence interval (Student's t) of
     throughput, goodput, iperf3's rate, retransmitted packets, RTT, Jain's
@@ -56,6 +60,7 @@ def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, fait
       tcpvar compare --study rtts --by cc --plot rtts.png
       tcpvar compare --study rtts --by cc,rtt --faithful-only
       tcpvar compare --study rtts --by cc --test --metric jain
+      tcpvar compare --study aqm --by aqm --metric latency_p50_ms --plot l.png --plot-kind box
     """
     from tcpvar.analyzers.compare import check_layout, parse_keys, select_runs
     from tcpvar.analyzers.compare import compare as group_runs
@@ -76,7 +81,8 @@ def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, fait
         doc["tests"] = pairwise(doc["groups"], metric)
     title = f"{', '.join(studies) or 'runs'} by {', '.join(keys)}"
     if plot_path:
-        figures.save({**doc, "kind": "scatter", "title": title}, plot_path)
+        figures.save({**doc, "kind": plot_kind, "title": title, "metric": metric,
+                      "metric_label": render.HEADINGS[metric][0]}, plot_path)
     if fmt == "json":
         terminal.data(tabular.to_json(doc))
     elif fmt == "csv":

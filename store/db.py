@@ -72,6 +72,18 @@ def added_columns() -> frozenset[tuple[str, str]]:
                                 _schema(), re.M))
 
 
+# tables a later schema added: a store written before them lacks them, and
+# opened read-only (nothing may be added to it) gets them empty, as
+# temporary tables, so that tcpvar's queries find nothing there
+LATER_TABLES = ("hops", "latency", "queue_delays", "backlog_samples")
+
+
+def _create_statement(table: str) -> str:
+    """schema.sql's CREATE TABLE of @table."""
+    m = re.search(rf"^CREATE TABLE IF NOT EXISTS {table} \(.*?\);", _schema(), re.M | re.S)
+    return m[0]
+
+
 @functools.cache
 def own_columns() -> frozenset[tuple[str, str, str]]:
     """(table, column, type) of tcpvar's tables, read from schema.sql:
@@ -146,6 +158,8 @@ class Store:
         if not read_only:
             self._apply_schema(force=cleaned)
         self._check_version(read_only)
+        if read_only:
+            self._stand_in_tables()
         self._check_columns()
         if read_only:
             # this tcpvar's views, in memory: a store written by an older
@@ -303,6 +317,16 @@ class Store:
                 f"store {self.path}: schema version {found}, this tcpvar needs "
                 f"{SCHEMA_VERSION}; use a new --db file")
 
+    def _stand_in_tables(self) -> None:
+        """Each of LATER_TABLES the store lacks, empty and temporary."""
+        have = {t for (t,) in self.con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND schema_name = 'main'").fetchall()}
+        for table in LATER_TABLES:
+            if table not in have:
+                self.con.execute(_create_statement(table).replace(
+                    "CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE", 1))
+
     def _check_columns(self) -> None:
         """tcpvar's tables have tcpvar's columns, of its types (a renamed or
         retyped one would fail tcpvar's queries halfway); columns schema.sql
@@ -310,8 +334,10 @@ class Store:
         opened to write has no other columns (its inserts would fail)."""
         tables = sorted({t for t, _, _ in own_columns()})
         have = set(self.con.execute(_COLUMNS, [tables]).fetchall())
+        present = {t for t, _, _ in have}
         for table, column, kind in sorted(own_columns() - have):
-            if (table, column) in added_columns() and self.read_only and not any(
+            if self.read_only and ((table, column) in added_columns() or (
+                    table in LATER_TABLES and table not in present)) and not any(
                     t == table and c == column for t, c, _ in have):
                 continue
             raise StoreError(f"store {self.path}: table {table} has no column {column} of "

@@ -1,8 +1,8 @@
 """Figures: matplotlib drawings of the data analyzers.figures gives, one
 module per family (tsg: time-sequence; kernel: cwnd, rtt, rto; rates:
 throughput, fairness, latency under load, queueing delay; windows: ngwa,
-window; scatter: throughput against delay across runs, for `tcpvar
-compare --plot`). Every figure has the subject's title, a legend naming
+window; scatter: throughput against delay across runs, and spread: a
+metric's CDF or boxes across runs, for `tcpvar compare --plot`). Every figure has the subject's title, a legend naming
 each flow, "no data" with the reason in an empty panel, and time in
 seconds on the subject's one axis. The format follows the file's
 extension: .png, .svg or .pdf."""
@@ -19,13 +19,14 @@ DPI = 150
 
 def draw(doc: dict):
     """The matplotlib figure of a figure's data."""
-    from . import kernel, rates, scatter, tsg, windows
+    from . import kernel, rates, scatter, spread, tsg, windows
 
     painters = {"tsg": tsg.draw, "cwnd": kernel.draw_cwnd, "rtt": kernel.draw_rtt,
                 "rto": kernel.draw_rto, "throughput": rates.draw_throughput,
                 "fairness": rates.draw_fairness, "ngwa": windows.draw_ngwa,
                 "window": windows.draw_window, "scatter": scatter.draw_scatter,
-                "latency": rates.draw_latency, "queue": rates.draw_queue}
+                "latency": rates.draw_latency, "queue": rates.draw_queue,
+                "cdf": spread.draw_cdf, "box": spread.draw_box}
     fig = painters[doc["kind"]](doc)
     _literal(fig)
     return fig
