@@ -167,3 +167,19 @@ def test_test_by_hand(study):
     assert row[:5] == ["cc", pair["a"]["cc"], "cc", pair["b"]["cc"], "4/4"]
     assert f"{p:.3g}" in row
     assert "Holm" in r.stdout or "Holm" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["cdf", "box"])
+def test_spread_across_runs(study, kind):
+    """--plot-kind cdf and box draw --metric across each group's runs: a
+    CDF or box per group, labelled with its key and its number of runs."""
+    tmp, _ = study
+    r = tcpvar_main("compare", "--study", "grid", "--by", "cc", "--metric", "jain", "--plot",
+                    f"{kind}.svg", "--plot-kind", kind, cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    svg = (tmp / f"{kind}.svg").read_text()
+    # Jain's index: the fairness runs only, two of each variant
+    assert "Jain across runs" in svg
+    for cc in ("cubic", "reno"):
+        assert (f"{cc} (n=2)" if kind == "cdf" else f"{cc}") in svg
+    assert kind == "cdf" or svg.count("(n=2)") == 2

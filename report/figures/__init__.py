@@ -2,10 +2,10 @@
 module per family (tsg: time-sequence; kernel: cwnd, rtt, rto; rates:
 throughput, fairness, latency under load, queueing delay; windows: ngwa,
 window; scatter: throughput against delay across runs, and spread: a
-metric's CDF or boxes across runs, for `tcpvar compare --plot`). Every figure has the subject's title, a legend naming
-each flow, "no data" with the reason in an empty panel, and time in
-seconds on the subject's one axis. The format follows the file's
-extension: .png, .svg or .pdf."""
+metric's CDF or boxes across runs, for `tcpvar compare --plot`). Every
+figure has the subject's title, a legend naming each flow, "no data" with
+the reason in an empty panel, and time in seconds on the subject's one
+axis. The format follows the file's extension: .png, .svg or .pdf."""
 from __future__ import annotations
 
 from pathlib import Path
