@@ -77,6 +77,8 @@ KEYS = {
     "topology": lambda p: p.get("topology", "dumbbell"),
     "hops": lambda p: p.get("hops", 1),
     "cross": lambda p: p.get("cross", 0),
+    "rate": lambda p: _per_flow([f"{r / 1e6:g}mbit" if r else "0"
+                                 for r in p.get("flow_rates_bps") or [None]]),
     "latency": lambda p: p.get("latency"),
     "latency_interval": lambda p: p.get("latency_interval_ms"),
 }

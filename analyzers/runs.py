@@ -70,7 +70,7 @@ def _flow(r: dict) -> dict:
         "src": f"{r['src_addr']}:{r['src_port']}", "dst": f"{r['dst_addr']}:{r['dst_port']}",
         "start_s": r["start_s"], "duration_s": r["duration_s"], "conn": r["conn"],
         "base_rtt_ms": r["base_rtt_ms"], "direction": r["direction"] or "forward",
-        "hop": r["hop"], "outcome": r["outcome"] or "complete",
+        "hop": r["hop"], "outcome": r["outcome"] or "complete", "rate_bps": r["rate_bps"],
         "ecn": {"asked": bool(r["ecn"]), "ect_packets": r["ect_packets"],
                 "ce_packets": r["ce_packets"], "ece_packets": r["ece_packets"],
                 "cwr_packets": r["cwr_packets"]},

@@ -186,6 +186,7 @@ PARAMS = {      # capture/params.py RunParams.to_json()
     "reverse": (_CNT, False), "bw_reverse_bps": (_NUM, False),   # --reverse, --bw-reverse
     "topology": (_TEXT, False), "hops": (_POS, False), "cross": (_CNT, False),  # parking lot
     "latency": (_TEXT, False), "latency_interval_ms": (_NUM, False),  # --latency
+    "flow_rates_bps": (_LIST, False),   # --rate
 }
 BUFFER = {"text": (_TEXT, True), "packets": (_CNT, False), "bytes": (_CNT, False)}
 STEP = {"t_s": (_NUM, True), "bw_bps": (_NUM, True)}
@@ -197,6 +198,7 @@ FLOW = {        # run_folder.FLOW_KEYS, each with its type
     "direction": (_TEXT, False),                        # and before --reverse
     "hop": (_POS, False),                               # a parking lot's cross flow
     "outcome": (_TEXT, False),          # how its client ended; runs before it lack it
+    "rate_bps": (_NUM, False),          # --rate
 }
 # how a flow's iperf3 client ended (capture/runner.py outcome())
 OUTCOMES = ("complete", "cut", "never connected")

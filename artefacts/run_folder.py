@@ -44,7 +44,7 @@ FIGURES = "figures"                       # its figures, KIND.png
 
 # what each flow of a manifest needs to be loaded
 FLOW_KEYS = ("flow", "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",
-             "duration_s", "rtt_ms", "ecn", "direction", "hop", "outcome")
+             "duration_s", "rtt_ms", "ecn", "direction", "hop", "outcome", "rate_bps")
 assert set(FLOW_KEYS) == set(checks.FLOW)     # with their types
 
 

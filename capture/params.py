@@ -111,6 +111,7 @@ class Flow:
     ecn: bool                  # its sender asks for ECN
     reverse: bool = False      # it sends from d<i> to s<i>, through the reverse bottleneck
     hop: int | None = None     # a parking lot's cross flow through this hop only; None: all
+    rate_bps: float | None = None   # its sender's rate (iperf3 -b); None: as fast as TCP goes
 
     @property
     def direction(self) -> str:
@@ -148,6 +149,7 @@ class RunParams:
     hops: int = 1
     cross: int = 0                     # a parking lot's cross flows per hop, the last ones
     latency: str | None = None         # irtt or ping from s1 to d1 beside the flows
+    flow_rates_bps: list = field(default_factory=list)     # per flow, None unlimited; [] all
     latency_interval_ms: float | None = None
 
     def cross_hop(self, i: int) -> int | None:
@@ -196,7 +198,8 @@ class RunParams:
             rtt = self.flow_rtts_ms[i] if self.flow_rtts_ms else self.rtt_ms
             out.append(Flow(i + 1, cc, role, start, self.duration_s - start, rtt,
                             bool(self.ecn) and self.ecn[i], i >= self.flows - self.reverse,
-                            self.cross_hop(i)))
+                            self.cross_hop(i),
+                            self.flow_rates_bps[i] if self.flow_rates_bps else None))
         return out
 
     @property
@@ -259,6 +262,7 @@ class RunParams:
         d.setdefault("cross", 0)
         d.setdefault("latency", None)       # and before --latency
         d.setdefault("latency_interval_ms", None)
+        d.setdefault("flow_rates_bps", [])     # and before --rate
         return cls(**d)
 
 
@@ -300,7 +304,8 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
                 bw_reverse: str | None = None, topology: str = "dumbbell",
                 hops: int | None = None, cross: int | None = None,
                 latency: str | None = None,
-                latency_interval_ms: float | None = None) -> RunParams:
+                latency_interval_ms: float | None = None,
+                rate: str | None = None) -> RunParams:
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
@@ -364,6 +369,10 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
     _reverse(params, reverse, bw_reverse)
     _queue_and_ecn(params, aqm, aqm_params, ecn)
     _latency(params, latency, latency_interval_ms)
+    if rate:        # per flow; 0 leaves one unlimited
+        rates = per_flow("--rate", rate, params.flows,
+                         lambda text: None if text.strip() == "0" else parse_rate(text))
+        params.flow_rates_bps = rates if any(r is not None for r in rates) else []
     return params
 
 

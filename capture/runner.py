@@ -412,7 +412,8 @@ class Run:
         f, seconds = fe.flow.flow, max(1, round(fe.flow.duration_s))
         return traffic.iperf_client(
             self.net, fe.client, fe.dst, fe.dport,
-            ["--cport", str(fe.sport), "-t", str(seconds), "-i", "1", "-C", fe.flow.cc],
+            ["--cport", str(fe.sport), "-t", str(seconds), "-i", "1", "-C", fe.flow.cc,
+             *(["-b", f"{fe.flow.rate_bps:.0f}"] if fe.flow.rate_bps else [])],
             report=self.work / layout.iperf_report(f), log=self.work / layout.iperf_log(f),
             name=f"client{f}")
 
@@ -556,6 +557,7 @@ class Run:
                        "start_s": fe.flow.start_s, "duration_s": fe.flow.duration_s,
                        "rtt_ms": fe.flow.rtt_ms, "ecn": fe.flow.ecn,
                        "direction": fe.flow.direction, "hop": fe.flow.hop,
+                       "rate_bps": fe.flow.rate_bps,
                        "src_addr": fe.src, "src_port": fe.sport,
                        "dst_addr": fe.dst, "dst_port": fe.dport} for fe in self.flows],
             "tools": self.tools or tool_versions(), "clock": self.clock,

@@ -72,6 +72,9 @@ from .options import (
 @click.option("--cross", type=click.IntRange(0), metavar="M",
               help="Cross flows per hop of the parking lot (default 1): the last hops x M "
                    "flows, hop 1's first.")
+@click.option("--rate", metavar="RATE[,RATE...]",
+              help="Application-limited senders: iperf3 sends at most this (-b), one for "
+                   "every flow or one per flow; 0 leaves a flow unlimited.")
 @click.option("--latency", type=click.Choice(["irtt", "ping"]),
               help="Latency under load: irtt (UDP, one-way delays too) or ping (ICMP) from "
                    "the first flow's sender to its receiver, through the bottleneck, for the "
@@ -100,8 +103,8 @@ from .options import (
 @json_option("Print JSON (docs/run.md) instead of tables.")
 @quiet_option()
 def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, start_gap_s,
-        bw_schedule, aqm, aqm_params, ecn, reverse, bw_reverse, topology, hops, cross, latency,
-        latency_interval_ms, shaper,
+        bw_schedule, aqm, aqm_params, ecn, reverse, bw_reverse, topology, hops, cross, rate,
+        latency, latency_interval_ms, shaper,
         repeat, seed, backend, kernel, clock, ngwa, wbrto, wbrto_unit_ms, boot_timeout, out_dir,
         db_path, as_json, quiet):
     """Run iperf3 flows over an emulated dumbbell (or parking lot) and summarise them.
@@ -136,6 +139,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
       tcpvar run --cc cubic,cubic --reverse 1 --bw-reverse 2mbit
       tcpvar run --cc reno --topology parking-lot --hops 3
       tcpvar run --cc cubic --aqm fq_codel --buffer 10bdp --latency irtt
+      tcpvar run --cc reno,reno --rate 0,500kbit
     """
     from tcpvar.capture.params import make_params
     from tcpvar.capture.session import SessionRequest
@@ -149,7 +153,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
                          wbrto_unit_ms=wbrto_unit_ms, clock=clock or "auto", aqm=aqm,
                          aqm_params=aqm_params, ecn=ecn, reverse=reverse,
                          bw_reverse=bw_reverse, topology=topology, hops=hops, cross=cross,
-                         latency=latency, latency_interval_ms=latency_interval_ms)
+                         latency=latency, latency_interval_ms=latency_interval_ms, rate=rate)
     with runs.LiveProgress(quiet=quiet) as progress:
         outcome = execute(db_path, SessionRequest(params, backend, kernel, out_dir, boot_timeout),
                           progress, html.write_run_folder)

@@ -48,6 +48,8 @@ def _listed(name: str, metavar: str, text: str):
 @_listed("topology", "dumbbell|parking-lot,...", "Paths: one bottleneck, or hops in a row.")
 @_listed("hops", "N,...", "Bottlenecks of the parking lot (2-8).")
 @_listed("cross", "M,...", "Cross flows per hop of the parking lot.")
+@_listed("rate", "RATE[+RATE],...", "Senders' rates (iperf3 -b); '+' gives a run's flows "
+                                    "their own, 0 unlimited.")
 @_listed("latency", "irtt|ping,...", "Latency probes beside the flows (latency under load).")
 @_listed("latency_interval", "MS,...", "Gaps between the latency probe's packets.")
 @_listed("ngwa", "MODE,...", "NGWA modes 1-8 (the patched kernel).")

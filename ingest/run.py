@@ -164,7 +164,7 @@ def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | 
            **{k: s[k] for k in ("bytes_sent", "bytes_received", "iperf_bps", "iperf_retransmits")},
            "base_rtt_ms": f.get("rtt_ms", rtt_ms), "ecn": f.get("ecn"),
            "direction": f.get("direction", "forward"), "hop": f.get("hop"),
-           "outcome": f.get("outcome")}
+           "outcome": f.get("outcome"), "rate_bps": f.get("rate_bps")}
     con.execute(f"INSERT INTO flows ({', '.join(row)}) "
                 f"VALUES ({', '.join(f'${i}' for i in range(1, len(row) + 1))})",
                 list(row.values()))

@@ -67,11 +67,12 @@ OPTIONS = {
     "topology": ("topology", str, "dumbbell"),
     "hops": ("hops", int, None),
     "cross": ("cross", int, None),
+    "rate": ("rate", str, None),
     "latency": ("latency", str, None),
     "latency_interval": ("latency_interval_ms", float, None),
 }
 assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
-PER_FLOW = ("cc", "rtt", "ecn")     # a value per flow: "cubic+reno", "20+80"
+PER_FLOW = ("cc", "rtt", "ecn", "rate")     # a value per flow: "cubic+reno", "20+80"
 MAX_FILE_BYTES = 1 << 20            # a study file is a few kB (callegari2011's: 10)
 
 
@@ -295,7 +296,7 @@ def cell_key(params: RunParams) -> str:
     for key, default in (("aqm", None), ("aqm_params", {}), ("ecn", []), ("flow_rtts_ms", []),
                          ("reverse", 0), ("bw_reverse_bps", None), ("topology", "dumbbell"),
                          ("hops", 1), ("cross", 0), ("latency", None),
-                         ("latency_interval_ms", None)):
+                         ("latency_interval_ms", None), ("flow_rates_bps", [])):
         if d[key] == default:
             d.pop(key)          # and before --aqm, --ecn, RTT lists, --reverse, parking
             # lots, --latency

@@ -370,3 +370,6 @@ ALTER TABLE flows ADD COLUMN IF NOT EXISTS hop INTEGER;
 -- and before a late client was cut: how its iperf3 client ended, 'complete',
 -- 'cut' (ended after its planned end) or 'never connected'
 ALTER TABLE flows ADD COLUMN IF NOT EXISTS outcome VARCHAR;
+-- and before application-limited flows: the sender's rate (--rate), NULL
+-- for a flow as fast as TCP goes
+ALTER TABLE flows ADD COLUMN IF NOT EXISTS rate_bps DOUBLE;
