@@ -593,23 +593,31 @@ def _has_socket(pid: int) -> bool:
 
 
 def outcome(report: Path, returncode: int, ended: bool) -> str:
-    """How a flow's iperf3 client ended (checks.OUTCOMES): `complete`;
-    `cut`, ended by the runner after its planned end (@ended) once
-    connected; `never connected`, its connection refused, timed out or
-    ended before it was set up; `failed` for any other error, which fails
-    the run."""
+    """How a flow's iperf3 client ended (checks.OUTCOMES): `complete`, by
+    itself, or ended by the runner (@ended) once its test had run its
+    whole duration (in a guest whose CPU is saturated the results exchange
+    of a hundred clients takes a while, and their data were all sent);
+    `cut`, ended by the runner before that; `never connected`, its
+    connection refused, timed out or ended before it was set up; `failed`
+    for any other error, which fails the run."""
     try:
         doc = json.loads(report.read_text(errors="replace"))
     except (OSError, ValueError):
         doc = {}
-    start = doc.get("start") if isinstance(doc, dict) else None
+    doc = doc if isinstance(doc, dict) else {}
+    start = doc.get("start") if isinstance(doc.get("start"), dict) else None
     # a client killed before it wrote its report may have connected
-    unconnected = isinstance(start, dict) and not start.get("connected")
+    unconnected = start is not None and not start.get("connected")
     if returncode == 0 and not ended:
         return "complete"
     if unconnected and (ended or "unable to connect" in str(doc.get("error"))):
         return "never connected"
-    return "cut" if ended else "failed"
+    if not ended:
+        return "failed"
+    asked = ((start or {}).get("test_start") or {}).get("duration")
+    sent = ((doc.get("end") or {}).get("sum_sent") or {}).get("seconds")
+    done = all(isinstance(v, (int, float)) for v in (asked, sent)) and sent >= 0.99 * asked
+    return "complete" if done else "cut"
 
 
 # a packet a veth hands on waits in the receiving CPU's backlog, 1000
