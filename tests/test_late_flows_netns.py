@@ -168,3 +168,34 @@ def test_a_clients_clock_starts_at_its_first_socket():
         proc.kill()
         proc.wait()
     assert not _has_socket(proc.pid)
+
+
+def _report(tmp_path, doc) -> Path:
+    path = tmp_path / "iperf.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("doc, returncode, ended, want", [
+    # iperf3 3.12's reports, as it writes them in each case
+    ({"start": {"connected": [{}], "test_start": {"duration": 60}},
+      "end": {"sum_sent": {"seconds": 60.0002}}}, 0, False, "complete"),
+    ({"start": {"connected": [{}], "test_start": {"duration": 60}},
+      "end": {"sum_sent": {"seconds": 60.0002}},
+      "error": "interrupt - the client has terminated"}, 1, True, "complete"),
+    ({"start": {"connected": [{}], "test_start": {"duration": 60}},
+      "end": {"sum_sent": {"seconds": 29.1}},
+      "error": "interrupt - the client has terminated"}, 1, True, "cut"),
+    ({"start": {"connected": []}, "end": {},
+      "error": "interrupt - the client has terminated"}, 1, True, "never connected"),
+    ({"start": {"connected": []}, "end": {},
+      "error": "unable to connect to server: Connection timed out"}, 1, False,
+     "never connected"),
+    ({"start": {"connected": []}, "end": {},
+      "error": "unable to set TCP_CONGESTION: Supplied congestion control algorithm not "
+               "supported on this host"}, 1, False, "failed"),
+])
+def test_outcome_of_each_report(tmp_path, doc, returncode, ended, want):
+    from tcpvar.capture.runner import outcome
+
+    assert outcome(_report(tmp_path, doc), returncode, ended) == want
