@@ -62,11 +62,12 @@ STOPPING_REPORT_S = 10.0
 # client still running this long (plus the round trips of its set-up and
 # results exchange) after its flow's duration, counted from when it opened
 # its first socket, is ended with SIGINT, on which iperf3 reports what it
-# has: its flow is `cut`, and one that never connected carries nothing.
-# Neither fails the run (outcome()). Counted from the socket, not from the
-# start of the process: a busy host is slow to start one (in the micro-VM
-# the program is read from the host's share, and the guest's clock skips
-# ahead while it waits), which must not decide a flow's outcome.
+# has: its flow is `cut` (unless its test had run its whole duration), and
+# one that never connected carries nothing. Neither fails the run
+# (outcome()). Counted from the socket, not from the start of the
+# process: a busy host is slow to start one (in the micro-VM the program
+# is read from the host's share, and the guest's clock skips ahead while
+# it waits), which must not decide a flow's outcome.
 END_GRACE_S = 5.0
 END_GRACE_RTTS = 10
 STARTUP_S = 120.0             # a client that never opens a socket: its deadline's start
@@ -338,9 +339,10 @@ class Run:
         sampler = threading.Thread(target=self._sampler, args=(t0, clients, stop, cpu),
                                    daemon=True)
         sampler.start()
-        latency = self._start_latency()
-        backlog = BacklogSampler(self.net, "rl", "right", self.work / layout.BACKLOG)
+        backlog = None
         try:
+            latency = self._start_latency()
+            backlog = BacklogSampler(self.net, "rl", "right", self.work / layout.BACKLOG)
             while pending or any(c.poll() is None for c in clients.values()):
                 now = time.monotonic() - t0
                 while pending and pending[0].flow.start_s <= now:
@@ -372,7 +374,8 @@ class Run:
             if latency is not None:
                 self._end_latency(latency)
         finally:
-            backlog.stop()
+            if backlog is not None:
+                backlog.stop()
             stop.set()
             sampler.join()
             self.manifest["cpu"] = cpu.summary()
