@@ -170,7 +170,7 @@ def test_a_clients_clock_starts_at_its_first_socket():
     assert not _has_socket(proc.pid)
 
 
-def _report(tmp_path, doc) -> Path:
+def _written(tmp_path, doc) -> Path:
     path = tmp_path / "iperf.json"
     path.write_text(json.dumps(doc))
     return path
@@ -198,4 +198,4 @@ def _report(tmp_path, doc) -> Path:
 def test_outcome_of_each_report(tmp_path, doc, returncode, ended, want):
     from tcpvar.capture.runner import outcome
 
-    assert outcome(_report(tmp_path, doc), returncode, ended) == want
+    assert outcome(_written(tmp_path, doc), returncode, ended) == want
