@@ -22,7 +22,8 @@ from .options import db_option, json_option
                    "fairness (connection 1, connection 2, Jain), friendliness (Reno, "
                    "variant, ratio).")
 @click.option("--metric", default="iperf3_mbps", show_default=True, metavar="NAME",
-              help="The metric of --layout variants and --test (docs/compare.md names them).")
+              help="The metric of --layout variants, --test and --plot-kind cdf|box "
+                   "(docs/compare.md names them).")
 @click.option("--test", "test", is_flag=True,
               help="Also test every pair of groups on --metric: Welch's t-test (Mann-Whitney "
                    "U where a group's values do not look normal), p-values Holm-corrected "
@@ -39,7 +40,8 @@ from .options import db_option, json_option
               help="Leave out the runs whose fidelity check failed (docs/run.md); without it "
                    "they are counted and flagged.")
 @json_option("Print JSON (docs/compare.md).", format_choice=True)
-@click.option("--csv", "fmt", flag_value="csv", help="Print CSV, one row per group.")
+@click.option("--csv", "fmt", flag_value="csv",
+              help="Print CSV, one row per group (per pair of groups with --test).")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print a Markdown table.")
 def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, plot_kind,
             faithful_only, fmt):
