@@ -16,8 +16,11 @@ from tcpvar.store import Store
 def kinds_for(subj) -> list[str]:
     """The figures worth showing: fairness with two flows or more, NGWA
     when the run had it switched on or the capture carries the option,
-    latency under load when it had the latency probe."""
-    out = ["throughput", "cwnd", "rtt", "rto", "tsg", "window", "queue"]
+    queueing delay when a run captured its bottleneck, latency under load
+    when it had the latency probe."""
+    out = ["throughput", "cwnd", "rtt", "rto", "tsg", "window"]
+    if subj.bottleneck_id is not None:
+        out.append("queue")
     if len(subj.senders) > 1:
         out.append("fairness")
     if subj.ngwa:

@@ -18,15 +18,15 @@ from tshark_truth import count, fields
 
 from run_helpers import assert_nothing_left, namespaces, run_command
 
-DURATION_S = 6
+DURATION_S = 22
 GAP_S = 1.0
-# every flow's planned end is at 6 s, its deadline at 11 s (runner.END_GRACE_S
-# later, with no added delay). Flow 3's SYNs go at 2 s and are retried at 3,
-# 5 and 9 s (an RTO doubling from 1 s), or at 3, 4, 5, 6, 8 and 12 s where
-# the kernel's tcp_syn_linear_timeouts spaces its first four 1 s apart. Let
-# through at 7 s, it connects at 8 or 9 s and would run 4 s more, past its
-# deadline.
-LET_THROUGH_S = 7.0
+# flow 3 starts at 2 s for 20 s: its planned end is at 22 s, its deadline at
+# 37 s (runner.END_GRACE_S later, with no added delay). The test spaces its
+# SYN retries by doubling (tcp_syn_linear_timeouts=0 in its namespace; the
+# kernel's linear first four, 1 s apart, give up by 20 s): 3, 5, 9, 17, 33
+# s. Let through at 20 s, it connects at 33 s and would run 20 s more, past
+# its deadline.
+LET_THROUGH_S = 20.0
 
 
 def _manifest(runs: Path) -> dict | None:
@@ -67,6 +67,8 @@ def late_run(tmp_path_factory):
         blocked = {f["flow"]: f["dst_addr"] for f in m["flows"] if f["flow"] in (2, 3)}
         for addr in blocked.values():
             _route(rl, "add", addr)
+        subprocess.run(["ip", "netns", "exec", rl.removesuffix("rl") + "s3", "sysctl", "-q",
+                        "-w", "net.ipv4.tcp_syn_linear_timeouts=0"], check=True)
         while not (m := _manifest(runs)) or "started_ns" not in m:
             assert time.monotonic() < deadline and proc.poll() is None, "flows never began"
             time.sleep(0.05)

@@ -158,7 +158,11 @@ def smoke(tmp_path_factory):
 
 
 def _iperf_mbps(run_dir: Path, flow: int) -> float:
+    """iperf3's receiver rate: the client's report, or its server's when the
+    runner interrupted the client before the results exchange (docs/run.md)."""
     doc = json.loads((run_dir / f"iperf-{flow}.json").read_text())
+    if "error" in doc:
+        doc = json.loads((run_dir / f"iperf-{flow}-server.json").read_text())
     return doc["end"]["sum_received"]["bits_per_second"] / 1e6
 
 

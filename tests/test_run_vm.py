@@ -435,8 +435,8 @@ def test_a_run_leaves_its_figures_and_report(main_job, tmp_path):
     folder = Path(run["dir"])
     assert run["report"] == str(folder / "report.html")
     kinds = sorted(p.stem for p in (folder / "figures").glob("*.png"))
-    assert kinds == sorted(["throughput", "cwnd", "rtt", "rto", "tsg", "window"])
+    assert kinds == sorted(["throughput", "cwnd", "rtt", "rto", "tsg", "window", "queue"])
     text = (folder / "report.html").read_text()
     assert run["name"] in text and cached_release() in text and "iperf 3." in text
     console, figures = open_page(folder / "report.html", tmp_path)
-    assert console == [] and figures == "6/6"
+    assert console == [] and figures == "7/7"
