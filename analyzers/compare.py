@@ -24,7 +24,8 @@ METRICS = ("throughput_mbps", "goodput_mbps", "system_goodput_mbps", "iperf3_mbp
            "utilization_pct", "bottleneck_drops",
            "bottleneck_marks", "ce_packets", "latency_p50_ms", "latency_p95_ms",
            "latency_p99_ms", "latency_loss_pct", "queue_delay_p50_ms", "queue_delay_p95_ms",
-           "queue_delay_p99_ms", "oscillation_cov", "convergence_s", "refill_s")
+           "queue_delay_p99_ms", "oscillation_cov", "convergence_s", "refill_s",
+           "fct_p50_ms", "fct_p95_ms", "fct_p99_ms")
 
 
 def _schedule(p: dict) -> str:
@@ -81,6 +82,7 @@ KEYS = {
                                  for r in p.get("flow_rates_bps") or [None]]),
     "latency": lambda p: p.get("latency"),
     "latency_interval": lambda p: p.get("latency_interval_ms"),
+    "short": lambda p: ",".join(f"{c['per_s']:g}:{c['bytes']}b" for c in p.get("short") or ()),
 }
 RUN_COLUMNS = ("study", "backend", "kernel")     # keys read from the runs table itself
 

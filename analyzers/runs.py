@@ -12,6 +12,7 @@ from tcpvar.store.db import one
 from . import fidelity
 from .dynamics import run_dynamics
 from .fairness import friendliness, jain
+from .shortflows import short_classes
 from .sqlfiles import sql
 
 RUN_FIELDS = ("run_id", "name", "dir", "backend", "kernel", "status", "error", "seed",
@@ -53,6 +54,7 @@ def run_summary(con, run_id: int) -> dict:
     doc["fidelity"] = fidelity.stored(con, run_id)
     doc["latency"] = _one_row(con, "run_latency", run_id)
     doc["queue_delay"] = _one_row(con, "run_queue_delay", run_id)
+    doc["short_flows"] = short_classes(con, run_id)
     doc["dynamics"] = run_dynamics(con, run_id)
     return doc
 

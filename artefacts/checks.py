@@ -157,6 +157,25 @@ def _checked(path: Path, what: str, check, doc):
     return doc
 
 
+def is_count(v) -> bool:
+    """Whether @v is a whole number the store's BIGINT holds, 0 or more."""
+    return _count(v)
+
+
+def check_short(where: str, rec) -> dict:
+    """@rec, a line of short.jsonl, if its fields have their types and its
+    outcome is one the client writes; else InputError naming @where and
+    the field."""
+    def check(r):
+        if not isinstance(r, dict):
+            raise _Bad(f"{shown(r)} is not an object")
+        _fields(r, SHORT)
+        if r["outcome"] not in SHORT_OUTCOMES:
+            raise _Bad(f"outcome: {shown(r['outcome'])} is not one of "
+                       f"{', '.join(SHORT_OUTCOMES)}")
+    return _checked(where, "a short flow's record", check, rec)
+
+
 # --- manifest.json -------------------------------------------------------------
 
 # What ingest, the summary, the figures, the report and the studies read of
@@ -187,7 +206,9 @@ PARAMS = {      # capture/params.py RunParams.to_json()
     "topology": (_TEXT, False), "hops": (_POS, False), "cross": (_CNT, False),  # parking lot
     "latency": (_TEXT, False), "latency_interval_ms": (_NUM, False),  # --latency
     "flow_rates_bps": (_LIST, False),   # --rate
+    "short": (_LIST, False),            # --short
 }
+SHORT_CLASS = {"per_s": (_NUM, True), "bytes": (_POS, True)}
 BUFFER = {"text": (_TEXT, True), "packets": (_CNT, False), "bytes": (_CNT, False)}
 STEP = {"t_s": (_NUM, True), "bw_bps": (_NUM, True)}
 FLOW = {        # run_folder.FLOW_KEYS, each with its type
@@ -202,6 +223,12 @@ FLOW = {        # run_folder.FLOW_KEYS, each with its type
 }
 # how a flow's iperf3 client ended (capture/runner.py outcome())
 OUTCOMES = ("complete", "cut", "never connected")
+# a short flow's line of short.jsonl (capture/shortflows.py), and how it ended
+SHORT = {"id": (_POS, True), "planned_s": (_NUM, True), "bytes": (_POS, True),
+         "start_ns": (_CNT, False), "connected_ns": (_CNT, False), "end_ns": (_CNT, False),
+         "sport": (_PORT, False), "sent": (_CNT, True), "outcome": (_TEXT, True),
+         "error": (_TEXT, False)}
+SHORT_OUTCOMES = ("complete", "cut", "never connected", "failed")
 PROBE = {"source": (_TEXT, False), "reason": (_TEXT, False), "events": (_CNT, False),
          "lost": (_CNT, False), "error": (_TEXT, False)}
 STUDY = {"name": (_TEXT, True), "cell": (_TEXT, True)}
@@ -258,6 +285,10 @@ def _params(p: dict) -> None:
         for i, v in enumerate(p.get(key) or []):
             if not KINDS[kind](v):
                 raise _Bad(f"params.{key}[{i}]: {shown(v)} is not {kind}")
+    for i, c in enumerate(p.get("short") or []):
+        if not isinstance(c, dict):
+            raise _Bad(f"params.short[{i}]: {shown(c)} is not an object")
+        _fields(c, SHORT_CLASS, f"params.short[{i}].")
     for k, v in (p.get("aqm_params") or {}).items():
         if v is not None and not isinstance(v, str):
             raise _Bad(f"params.aqm_params.{k}: {shown(v)} is not a text")

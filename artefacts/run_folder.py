@@ -79,6 +79,10 @@ def latency_report(tool: str) -> str:
 
 LATENCY_LOG = "latency.err"
 BACKLOG = "backlog.jsonl"                 # the bottleneck's `tc -s` every 100 ms
+SHORT_PLAN = "short-plan.json"            # --short: the transfers' arrivals, [t_s, bytes]
+SHORT = "short.jsonl"                     # and each transfer's end, a line as it ends
+SHORT_LOG = "short.err"
+SHORT_PORT = 34999                        # the short flows' server, below every run's iperf3 ports
 
 
 def iperf_log(flow: int, server: bool = False) -> str:

@@ -11,7 +11,8 @@ from tcpvar.errors import UsageError
 
 from . import aqm as aqms
 from . import clock as clocks
-from .units import SIZE_UNITS, parse_rate
+from .shortflows import MAX_SHORT_FLOWS, MAX_SIZE
+from .units import SIZE_UNITS, parse_rate, parse_size
 
 MODES = ("single", "fairness", "friendliness")
 REFERENCE_CC = "reno"      # the background flow of friendliness runs (the paper's)
@@ -151,6 +152,8 @@ class RunParams:
     latency: str | None = None         # irtt or ping from s1 to d1 beside the flows
     flow_rates_bps: list = field(default_factory=list)     # per flow, None unlimited; [] all
     latency_interval_ms: float | None = None
+    # short flows beside the long ones, from s1 to d1: {"per_s", "bytes"} per class
+    short: list = field(default_factory=list)
 
     def cross_hop(self, i: int) -> int | None:
         """The hop flow @i (0-based) crosses alone, if it is a cross flow:
@@ -263,6 +266,7 @@ class RunParams:
         d.setdefault("latency", None)       # and before --latency
         d.setdefault("latency_interval_ms", None)
         d.setdefault("flow_rates_bps", [])     # and before --rate
+        d.setdefault("short", [])              # and before --short
         return cls(**d)
 
 
@@ -305,7 +309,7 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
                 hops: int | None = None, cross: int | None = None,
                 latency: str | None = None,
                 latency_interval_ms: float | None = None,
-                rate: str | None = None) -> RunParams:
+                rate: str | None = None, short: str | None = None) -> RunParams:
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
@@ -373,7 +377,39 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
         rates = per_flow("--rate", rate, params.flows,
                          lambda text: None if text.strip() == "0" else parse_rate(text))
         params.flow_rates_bps = rates if any(r is not None for r in rates) else []
+    if short:
+        params.short = parse_short(short, duration_s)
     return params
+
+
+MAX_SHORT_RATE = 1000.0         # arrivals a second, per class
+
+
+def parse_short(text: str, duration_s: float) -> list[dict]:
+    """--short RATE:SIZE[,RATE:SIZE...]: per class, RATE transfers a second
+    (a Poisson process) of SIZE bytes each."""
+    classes = []
+    for item in (t.strip() for t in text.split(",")):
+        rate, sep, size = item.partition(":")
+        try:
+            per_s = float(rate) if sep else math.nan
+        except ValueError:
+            per_s = math.nan
+        if not 0 < per_s <= MAX_SHORT_RATE:        # nan too
+            raise UsageError(f"--short {item!r}: RATE:SIZE, RATE the transfers a second "
+                             f"(above 0, at most {MAX_SHORT_RATE:g}), e.g. 2:100kb")
+        n = parse_size(size, "--short")
+        if n > MAX_SIZE:
+            raise UsageError(f"--short {item!r}: at most {MAX_SIZE >> 20} MiB a transfer")
+        if any(c["bytes"] == n for c in classes):
+            raise UsageError(f"--short: two classes of {n} bytes (a class is its size)")
+        classes.append({"per_s": per_s, "bytes": n})
+    expected = sum(c["per_s"] for c in classes) * duration_s
+    if expected > MAX_SHORT_FLOWS / 2:
+        raise UsageError(f"--short {text!r}: about {expected:,.0f} transfers in "
+                         f"{duration_s:g} s; at most {MAX_SHORT_FLOWS // 2:,} are expected "
+                         f"of a run")
+    return classes
 
 
 def _latency(params: RunParams, tool: str | None, interval_ms: float | None) -> None:

@@ -25,7 +25,7 @@ from tcpvar.errors import TcpvarError, TestbedError
 from tcpvar.progress import Progress, Reporter, ignore
 
 from . import clock as clocks
-from . import nsctl, traffic
+from . import nsctl, shortflows, traffic
 from .backlog import BacklogSampler
 from .cpu import CpuMeter
 from .kernels import loaded_variants
@@ -242,6 +242,9 @@ class Run:
             first = self.flows[0]
             traffic.latency_server(self.net, first.server, first.dst,
                                    self.work / layout.LATENCY_LOG)
+        if p.short:
+            traffic.short_server(self.net, "d1", Dumbbell.receiver_addr(1),
+                                 self.work / layout.SHORT_LOG)
         self._start_captures()
         self._start_probe()
 
@@ -347,6 +350,7 @@ class Run:
         backlog = None
         try:
             latency = self._start_latency()
+            short = self._start_short(t0_ns)
             backlog = BacklogSampler(self.net, "rl", "right", self.work / layout.BACKLOG)
             while pending or any(c.poll() is None for c in clients.values()):
                 now = time.monotonic() - t0
@@ -378,6 +382,8 @@ class Run:
                 time.sleep(0.05)
             if latency is not None:
                 self._end_latency(latency)
+            if short is not None:
+                self._end_short(short)
         finally:
             if backlog is not None:
                 backlog.stop()
@@ -415,6 +421,33 @@ class Run:
         except subprocess.TimeoutExpired:
             self.procs.stop(proc, sig=signal.SIGINT, grace_s=KILL_AFTER_S)
         self.manifest["latency"] = {"tool": self.params.latency, "exit": proc.returncode}
+
+    def _start_short(self, t0_ns: int) -> tuple[subprocess.Popen, float] | None:
+        """The short flows' client (--short) in s1, its arrivals counted from
+        the flows' start @t0_ns; with the time it must have ended by."""
+        p = self.params
+        if not p.short:
+            return None
+        first = p.flow_plan()[0]
+        arrivals = shortflows.plan(p.short, p.duration_s, p.seed + self.repetition)
+        (self.work / layout.SHORT_PLAN).write_text(json.dumps(arrivals))
+        deadline_s = p.duration_s + END_GRACE_S + END_GRACE_RTTS * first.rtt_ms / 1e3
+        proc = traffic.short_client(self.net, "s1", Dumbbell.receiver_addr(1), first.cc,
+                                    t0_ns, t0_ns + int(deadline_s * 1e9),
+                                    self.work / layout.SHORT_PLAN, self.work / layout.SHORT,
+                                    self.work / layout.SHORT_LOG)
+        return proc, time.monotonic() + deadline_s
+
+    def _end_short(self, short: tuple[subprocess.Popen, float]) -> None:
+        """The short flows' client ends by itself once every transfer has
+        ended, or at its deadline, when it cuts those still running."""
+        proc, deadline = short
+        try:
+            proc.wait(timeout=max(0.0, deadline - time.monotonic()) + KILL_AFTER_S)
+        except subprocess.TimeoutExpired:
+            self.procs.stop(proc, sig=signal.SIGINT, grace_s=KILL_AFTER_S)
+        self.manifest["short"] = {"transfers": len(json.loads(
+            (self.work / layout.SHORT_PLAN).read_text())), "exit": proc.returncode}
 
     def _start_client(self, fe: FlowEndpoints) -> subprocess.Popen:
         f, seconds = fe.flow.flow, max(1, round(fe.flow.duration_s))

@@ -7,9 +7,11 @@ import json
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
+from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TestbedError
 
 from .netns import run
@@ -53,13 +55,13 @@ def tcpdump_stats(log: Path) -> dict:
 
 
 def wait_listening(ns: str, port: int, proc: subprocess.Popen | None = None,
-                   timeout_s: float = 10, udp: bool = False) -> None:
+                   timeout_s: float = 10, udp: bool = False, what: str | None = None) -> None:
     """Until a socket in namespace @ns listens on TCP (or UDP) @port."""
     deadline = time.monotonic() + timeout_s
     while f":{port} " not in run(["ss", "-lunH" if udp else "-ltnH"], ns=ns, check=False) + " ":
         if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
-            raise TestbedError(f"{'irtt' if udp else 'iperf3'} server on port {port} did "
-                               f"not start")
+            raise TestbedError(f"{what or ('irtt' if udp else 'iperf3')} server on port "
+                               f"{port} did not start")
         time.sleep(0.05)
 
 
@@ -87,6 +89,7 @@ def iperf_client(bed: Testbed, role: str, dst: str, port: int, args: list[str],
                      stderr=subprocess.PIPE if pipe and log is None else log, text=pipe)
 
 
+SHORT_MODULE = "tcpvar.capture.shortflows"
 IRTT_PORT = 2112            # irtt's own
 # Flent's VoIP test: 172-byte packets (a G.711 frame of 20 ms with its RTP header)
 IRTT_LENGTH = 172
@@ -114,6 +117,27 @@ def latency_client(bed: Testbed, role: str, tool: str, dst: str, interval_ms: fl
     args = ["ping", "-n", "-D", "-O", "-i", f"{interval_ms / 1000:g}",
             "-w", f"{duration_s:g}", dst]
     return bed.start("latency", role, args, stdout=out, stderr=log)
+
+
+def short_server(bed: Testbed, role: str, addr: str, log: Path) -> subprocess.Popen:
+    """The short flows' server (capture/shortflows.py) in node @role on
+    @addr, listening when this returns."""
+    proc = bed.start("server-short", role, [sys.executable, "-m", SHORT_MODULE, "server",
+                                            "--addr", addr, "--port", str(layout.SHORT_PORT)],
+                     stderr=log)
+    wait_listening(bed.ns(role), layout.SHORT_PORT, proc, timeout_s=60, what="short-flow")
+    return proc
+
+
+def short_client(bed: Testbed, role: str, dst: str, cc: str, origin_ns: int,
+                 deadline_ns: int, plan: Path, out: Path, log: Path) -> subprocess.Popen:
+    """The short flows' client in node @role: the transfers of @plan, each
+    at @origin_ns + its time, until @deadline_ns."""
+    return bed.start("short", role, [sys.executable, "-m", SHORT_MODULE, "client",
+                                     "--dst", dst, "--port", str(layout.SHORT_PORT), "--cc", cc,
+                                     "--origin-ns", str(origin_ns),
+                                     "--deadline-ns", str(deadline_ns), "--plan", str(plan),
+                                     "--out", str(out)], stderr=log)
 
 
 def iperf_result(proc: subprocess.Popen, timeout_s: float) -> dict:

@@ -21,3 +21,14 @@ def parse_rate(text: str) -> float:
     if not 8_000 <= bps <= MAX_RATE_BPS:
         raise UsageError(f"rate {text!r} is outside 8kbit..100gbit")
     return bps
+
+
+def parse_size(text: str, option: str) -> int:
+    """'100kb', '1mb', '1500b', '64kib' -> bytes (at least 1)."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", text.lower())
+    if not m or m.group(2) not in SIZE_UNITS:
+        raise UsageError(f"{option}: cannot read size {text!r} (use e.g. 1500b, 100kb, 1mb)")
+    size = int(float(m.group(1)) * SIZE_UNITS[m.group(2)])
+    if size < 1:
+        raise UsageError(f"{option}: size {text!r} is below one byte")
+    return size

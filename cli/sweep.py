@@ -52,6 +52,8 @@ def _listed(name: str, metavar: str, text: str):
                                     "their own, 0 unlimited.")
 @_listed("latency", "irtt|ping,...", "Latency probes beside the flows (latency under load).")
 @_listed("latency_interval", "MS,...", "Gaps between the latency probe's packets.")
+@_listed("short", "RATE:SIZE,...;...", "Short-flow classes beside the long flows, ';' between "
+                                       "sets.")
 @_listed("ngwa", "MODE,...", "NGWA modes 1-8 (the patched kernel).")
 @_listed("wbrto", "SCALE,...", "WB-RTO scales: small, medium, wide (the patched kernel).")
 @_listed("wbrto_unit", "MS,...", "WB-RTO units.")

@@ -36,8 +36,7 @@ def read_backlog(run_dir: Path) -> dict[str, list] | None:
         queue = _queue(sample)
         values = [sample.get("t_ns") if isinstance(sample, dict) else None,
                   *(queue.get(k) for k in ("qlen", "backlog", "drops"))]
-        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 63
-                   for v in values):
+        if not all(checks.is_count(v) for v in values):
             raise InputError(f"{path}: line {i} is not a sample of the bottleneck's queue")
         for key, v in zip(out, values):
             out[key].append(v)

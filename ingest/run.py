@@ -1,7 +1,8 @@
 """A run folder -> the store: the run and its flows (manifest and iperf3
 reports), iperf3's intervals, both pcaps (through the capture ingest) and
 a parking lot's hops' own, the tcp_probe events, the routers' queue
-statistics, and each flow's connection in the sender capture."""
+statistics, the short flows, and each flow's connection in the sender
+capture."""
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
 from .latency import insert_latency, read_latency
 from .reader import check_storable
+from .shortflows import insert_short, read_short
 from .run_row import insert_run, new_run_id
 
 
@@ -45,6 +47,7 @@ def load_run(store, run_dir: Path, progress=None) -> int:
     qdiscs = qdisc_rows(run_dir)
     latency = read_latency(run_dir)
     backlog = read_backlog(run_dir)
+    short = read_short(run_dir)
     notes = [m["error"]] if m.get("error") else []
     con = store.con
     run_id = new_run_id(con)
@@ -91,6 +94,8 @@ def load_run(store, run_dir: Path, progress=None) -> int:
             insert_latency(c, run_id, *latency)
         if backlog:
             insert_backlog(c, run_id, backlog)
+        if short:
+            insert_short(c, run_id, short)
         if qdiscs:
             c.executemany("INSERT INTO qdisc_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, "
                           "$9, $10, $11, $12, $13, $14, $15)", [[run_id, *q] for q in qdiscs])

@@ -70,6 +70,7 @@ OPTIONS = {
     "rate": ("rate", str, None),
     "latency": ("latency", str, None),
     "latency_interval": ("latency_interval_ms", float, None),
+    "short": ("short", str, None),
 }
 assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
 PER_FLOW = ("cc", "rtt", "ecn", "rate")     # a value per flow: "cubic+reno", "20+80"
@@ -250,8 +251,9 @@ def _as_list(key: str, value) -> list:
 
 def split(key: str, text: str) -> list[str]:
     """The values of an option: comma-separated, but ";" between bandwidth
-    schedules and between sets of --aqm-params (each is comma-separated)."""
-    return [v for v in text.split(";" if key in ("bw_schedule", "aqm_params") else ",")
+    schedules, between sets of --aqm-params and between sets of --short
+    classes (each is comma-separated)."""
+    return [v for v in text.split(";" if key in ("bw_schedule", "aqm_params", "short") else ",")
             if v.strip()]
 
 
@@ -296,10 +298,11 @@ def cell_key(params: RunParams) -> str:
     for key, default in (("aqm", None), ("aqm_params", {}), ("ecn", []), ("flow_rtts_ms", []),
                          ("reverse", 0), ("bw_reverse_bps", None), ("topology", "dumbbell"),
                          ("hops", 1), ("cross", 0), ("latency", None),
-                         ("latency_interval_ms", None), ("flow_rates_bps", [])):
+                         ("latency_interval_ms", None), ("flow_rates_bps", []),
+                         ("short", [])):
         if d[key] == default:
             d.pop(key)          # and before --aqm, --ecn, RTT lists, --reverse, parking
-            # lots, --latency
+            # lots, --latency, --short
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

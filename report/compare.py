@@ -32,6 +32,8 @@ HEADINGS = {
     "latency_p99_ms": ("latency p99 ms", 1), "latency_loss_pct": ("latency loss %", 2),
     "queue_delay_p50_ms": ("queueing p50 ms", 1), "queue_delay_p95_ms": ("queueing p95 ms", 1),
     "queue_delay_p99_ms": ("queueing p99 ms", 1),
+    "fct_p50_ms": ("short-flow FCT p50 ms", 1), "fct_p95_ms": ("short-flow FCT p95 ms", 1),
+    "fct_p99_ms": ("short-flow FCT p99 ms", 1),
     "oscillation_cov": ("oscillation (CoV)", 3), "convergence_s": ("convergence s", 1),
     "refill_s": ("refill after a step s", 1),
 }

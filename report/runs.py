@@ -130,6 +130,7 @@ def summary_lines(s: dict) -> list[str]:
                      f"({q['backlog_max_bytes']} B) queued behind one")
     if lat := s.get("latency"):
         lines.append(latency_line(lat, (s["params"] or {}).get("latency_interval_ms")))
+    lines += [short_line(c) for c in s.get("short_flows") or []]
     if s["probe_source"]:
         lost = s["probe_lost"]
         lines.append(f"tcp_probe ({s['probe_source']}): {s['probe_events']} events, "
@@ -142,6 +143,28 @@ def summary_lines(s: dict) -> list[str]:
     if s.get("report"):
         lines.append(f"report: {s['report']} (figures in figures/)")
     return [printable(line) for line in lines]      # variants, notes, paths: from inputs
+
+
+def short_line(c: dict) -> str:
+    """A size class of the short flows (--short): how they ended and their
+    completion times from the sender capture."""
+    ended = ", ".join(f"{c[k]} {what}" for k, what in (("cut", "cut"),
+                                                        ("not_connected", "never connected"))
+                      if c[k])
+    head = f"short flows of {_size(c['bytes'])}: {c['complete']} of {c['transfers']} complete"
+    head += f" ({ended})" if ended else ""
+    if c["fct_p50_ms"] is None:
+        return head
+    return (f"{head}; completion time p50 {ms(c['fct_p50_ms'])}, p95 {ms(c['fct_p95_ms'])}, "
+            f"p99 {ms(c['fct_p99_ms'])}, max {ms(c['fct_max_ms'])} ms (SYN to the ACK of the "
+            f"last byte, {c['measured']} in the capture)")
+
+
+def _size(n: int) -> str:
+    for unit, k in (("MB", 1_000_000), ("kB", 1000)):
+        if n >= k and n % (k // 100) == 0:
+            return f"{n / k:g} {unit}"
+    return f"{n} B"
 
 
 def latency_line(lat: dict, interval_ms) -> str:

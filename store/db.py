@@ -75,7 +75,7 @@ def added_columns() -> frozenset[tuple[str, str]]:
 # tables a later schema added: a store written before them lacks them, and
 # opened read-only (nothing may be added to it) gets them empty, as
 # temporary tables, so that tcpvar's queries find nothing there
-LATER_TABLES = ("hops", "latency", "queue_delays", "backlog_samples")
+LATER_TABLES = ("hops", "latency", "queue_delays", "backlog_samples", "short_flows")
 
 
 def _create_statement(table: str) -> str:

@@ -21,7 +21,7 @@ from .db import Store, _duckdb, one
 from .segments import quoted as _quoted
 
 RUN_TABLES = ("flows", "qdisc_stats", "iperf_intervals", "probe_events", "fidelity", "hops",
-              "latency", "queue_delays", "backlog_samples")
+              "latency", "queue_delays", "backlog_samples", "short_flows")
 CAPTURE_TABLES = ("captures", "packets", "connections", "dir_counters", "retransmit_events",
                   "throughput")
 META = "meta.parquet"

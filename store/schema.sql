@@ -222,6 +222,23 @@ CREATE TABLE IF NOT EXISTS backlog_samples (
     drops    BIGINT                     -- its drops so far
 );
 
+-- The short flows of a run (--short): a row per transfer the client
+-- planned, as it recorded its end (short.jsonl), and its completion time
+-- from the sender capture (analyzers/sql/short_fct.sql).
+CREATE TABLE IF NOT EXISTS short_flows (
+    run_id      INTEGER,
+    id          INTEGER,                -- 1.. in order of planned arrival
+    bytes       BIGINT,                 -- its size, which is its class
+    planned_s   DOUBLE,                 -- its arrival, s after the flows' start
+    start_ns    BIGINT,                 -- connect() called (wall clock); NULL: never began
+    sport       INTEGER,                -- its client port
+    outcome     VARCHAR,                -- complete, cut, never connected, failed
+    sent        BIGINT,                 -- bytes the client wrote
+    app_fct_ms  DOUBLE,                 -- connect() to the server's close, the client's clock
+    conn        UINTEGER,               -- its connection in the sender capture
+    fct_ms      DOUBLE                  -- its first SYN to the first ACK of its last byte there
+);
+
 -- A parking lot's hops (--topology parking-lot): each hop's router and the
 -- captures of what entered it (hop 1's: the sender capture) and what left
 -- its queue, for the per-hop fidelity check. A dumbbell run has none.

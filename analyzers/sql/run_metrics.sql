@@ -26,7 +26,10 @@
 -- 50th, 95th and 99th percentiles of its round trips and the percentage
 -- of its requests unanswered (latency under load, as run_latency.sql);
 -- the 50th, 95th and 99th percentiles of the queueing delay of the
--- flows' data packets at the bottleneck (queue_delays).
+-- flows' data packets at the bottleneck (queue_delays); with short flows
+-- (--short), the 50th, 95th and 99th percentiles of the completion times
+-- of the smallest class's completed transfers (the mice; the summary gives
+-- every class).
 -- Parameter: $run_ids (INTEGER[]).
 WITH per_flow AS (
     -- forward: the flow shares the forward bottleneck (runs before
@@ -82,6 +85,18 @@ WITH per_flow AS (
     FROM queue_delays
     WHERE list_contains($run_ids::INTEGER[], run_id)
     GROUP BY run_id
+), mice AS (
+    SELECT run_id, min(bytes) AS bytes
+    FROM short_flows
+    WHERE list_contains($run_ids::INTEGER[], run_id)
+    GROUP BY run_id
+), fct AS (
+    SELECT run_id, quantile_cont(s.fct_ms, 0.5) AS fct_p50_ms,
+           quantile_cont(s.fct_ms, 0.95) AS fct_p95_ms,
+           quantile_cont(s.fct_ms, 0.99) AS fct_p99_ms
+    FROM short_flows s JOIN mice USING (run_id, bytes)
+    WHERE s.outcome = 'complete'
+    GROUP BY run_id
 )
 SELECT run_id,
        sum(throughput_bps) / 1e6 AS throughput_mbps,
@@ -119,7 +134,10 @@ SELECT run_id,
        any_value(probe.latency_loss_pct) AS latency_loss_pct,
        any_value(queueing.queue_delay_p50_ms) AS queue_delay_p50_ms,
        any_value(queueing.queue_delay_p95_ms) AS queue_delay_p95_ms,
-       any_value(queueing.queue_delay_p99_ms) AS queue_delay_p99_ms
+       any_value(queueing.queue_delay_p99_ms) AS queue_delay_p99_ms,
+       any_value(fct.fct_p50_ms) AS fct_p50_ms,
+       any_value(fct.fct_p95_ms) AS fct_p95_ms,
+       any_value(fct.fct_p99_ms) AS fct_p99_ms
 FROM per_flow
 JOIN span USING (run_id)
 LEFT JOIN rtt USING (run_id)
@@ -127,5 +145,6 @@ LEFT JOIN queue USING (run_id)
 LEFT JOIN marked USING (run_id)
 LEFT JOIN probe USING (run_id)
 LEFT JOIN queueing USING (run_id)
+LEFT JOIN fct USING (run_id)
 GROUP BY run_id
 ORDER BY run_id
