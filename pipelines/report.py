@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tcpvar.analyzers.compare import KEYS, METRICS, parse_keys, select_runs
+from tcpvar.analyzers.compare import compare as group_runs
 from tcpvar.analyzers.connections import capture_info, connections
+from tcpvar.analyzers.significance import pairwise
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.artefacts.run_folder import FIGURES, read_manifest
-from tcpvar.errors import InputError
+from tcpvar.errors import InputError, UsageError
+from tcpvar.report.compare import HEADINGS
 from tcpvar.pipelines.plot import PlotOptions, figure, subject
 from tcpvar.store import Store
 
@@ -89,3 +93,66 @@ def run_outputs(store, run_id: int, run_dir: Path) -> list[dict]:
     for doc in section["figures"]:
         doc["path"] = run_dir / FIGURES / f"{doc['kind']}.png"
     return [section]
+
+
+# what a study's page tests and draws when no --metric is given: the rates,
+# fairness, delay and completion times, each where the runs have it
+HEADLINE = ("iperf3_mbps", "jain", "rtt_p95_ms", "queue_delay_p95_ms", "latency_p50_ms",
+            "fct_p95_ms")
+
+
+def study_part(store, name: str, by: str | None, metrics: list[str]) -> dict:
+    """A study's section: its runs grouped by @by (default: the keys whose
+    values differ between its runs), the comparison table's data, the tests
+    of every pair of groups on each of @metrics (default: HEADLINE's that
+    some group has) and a box plot of each across the runs."""
+    for m in metrics:
+        if m not in METRICS:
+            raise UsageError(f"--metric {m}: one of {', '.join(METRICS)}")
+    runs = select_runs(store.con, [name], [])
+    keys = parse_keys(by) if by else swept_keys(runs) or ["study"]
+    doc = group_runs(store.con, runs, keys)
+    has = [m for m in METRICS if any(g["mean"][m] is not None for g in doc["groups"])]
+    chosen = list(metrics) or [m for m in HEADLINE if m in has]
+    tests = [pairwise(doc["groups"], m) for m in chosen] if len(doc["groups"]) > 1 else []
+    figures = [{**doc, "kind": "box", "name": name, "metric": m, "metric_label": HEADINGS[m][0],
+                "title": f"{name}: by {', '.join(keys)}"} for m in chosen]
+    done = [r for r in runs if r["status"] == "complete"]
+    facts = {"runs": f"{len(done)} complete of {len(runs)}", "grouped by": ", ".join(keys),
+             "groups": len(doc["groups"]),
+             "backends": ", ".join(sorted({r["backend"] or "?" for r in runs})),
+             "kernels": ", ".join(sorted({r["kernel"] or "?" for r in runs}))}
+    listing = [[r["run_id"], r["name"], *(KEYS[k](r["params"]) if k in KEYS else r[k]
+                                          for k in keys), r["status"], r["fidelity"] or "—"]
+               for r in runs]
+    return {"kind": "study", "name": name, "facts": facts, "compare": doc, "tests": tests,
+            "figures": figures, "runs": (["run", "folder", *keys, "status", "fidelity"],
+                                         listing)}
+
+
+# keys whose values follow from others' when not given (a mode sets the
+# flows and their start gap): the first dropped from a study's grouping
+IMPLIED = ("flows", "start_gap")
+
+
+def swept_keys(runs: list[dict]) -> list[str]:
+    """The fewest run options whose values tell the complete @runs' cells
+    apart: those whose values differ, less any the others already imply."""
+    done = [r["params"] for r in runs if r["status"] == "complete" and r["params"]]
+
+    def groups(keys):
+        return len({tuple(str(KEYS[k](p)) for k in keys) for p in done})
+
+    keys = [k for k in KEYS if groups([k]) > 1]
+    for k in [*(k for k in IMPLIED if k in keys), *reversed(keys)]:
+        rest = [x for x in keys if x != k]
+        if k in keys and rest and groups(rest) == groups(keys):
+            keys = rest
+    return keys
+
+
+def study_report(db_path: str, name: str, by: str | None, metrics: list[str]) -> list[dict]:
+    """`tcpvar report --study NAME`: the study's section."""
+    Store(db_path, read_only=True).close()      # no such store: say so, create none
+    with Store(db_path) as store:               # older stores get the study columns
+        return [study_part(store, name, by, metrics)]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tcpvar import safe_write
 
-from . import figures
+from . import compare, figures
 from .runs import FIDELITY_NAMES, RUN_COLUMNS, fidelity_parts, flow_row, run_title, summary_lines
 from .tables import CONN_COLUMNS, conn_rows
 from .untrusted import printable
@@ -25,7 +25,7 @@ td, th { padding: 0.2em 0.6em; border-bottom: 1px solid #eee; text-align: right;
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 dl { display: grid; grid-template-columns: max-content auto; gap: 0.1em 1em; }
 dt { color: #666; } figure { margin: 1em 0; } img { max-width: 100%; }
-ul.notes { font-size: 0.9em; }
+ul.notes { font-size: 0.9em; } div.wide { overflow-x: auto; }
 """
 
 
@@ -90,11 +90,32 @@ def _capture_section(part: dict) -> str:
                       _table([c for c, _ in CONN_COLUMNS], conn_rows(cap))])
 
 
+def _study_section(part: dict) -> str:
+    """A study: its facts, the comparison table of its groups, the tests of
+    every pair of groups on each chosen metric, what was left out, and its
+    runs."""
+    doc = part["compare"]
+    head, body, _ = compare.rows(doc)
+    out = [f"<h2>study {_text(part['name'])}</h2>", _facts(part["facts"]),
+           f"<div class=wide>{_table(head, body)}</div>"]
+    for tests in part["tests"]:
+        out += [f"<h3>{_text(compare.HEADINGS[tests['metric']][0])}: does a pair differ?</h3>",
+                _table(compare.TEST_HEAD, compare.test_rows(tests))]
+    out.append("<ul class=notes>" + "".join(f"<li>{_text(x)}</li>"
+                                            for x in compare.notes(doc)) + "</ul>")
+    out += ["<h3>Runs</h3>", _table(*part["runs"])]
+    return "\n".join(out)
+
+
+SECTIONS = {"run": _run_section, "capture": _capture_section, "study": _study_section}
+
+
 def render(title: str, parts: list[dict]) -> str:
-    """The page of @parts: each {'kind': 'run'|'capture', 'summary', 'facts', 'figures'}."""
+    """The page of @parts: each {'kind': 'run'|'capture'|'study', 'facts',
+    'figures', ...}."""
     body = []
     for part in parts:
-        body.append(_run_section(part) if part["kind"] == "run" else _capture_section(part))
+        body.append(SECTIONS[part["kind"]](part))
         body.extend(_figure(doc) for doc in part["figures"])
     return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
             f"<title>{_text(title)}</title><style>{STYLE}</style></head>"

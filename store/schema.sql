@@ -230,7 +230,7 @@ CREATE TABLE IF NOT EXISTS short_flows (
     id          INTEGER,                -- 1.. in order of planned arrival
     bytes       BIGINT,                 -- its size, which is its class
     planned_s   DOUBLE,                 -- its arrival, s after the flows' start
-    start_ns    BIGINT,                 -- connect() called (wall clock); NULL: never began
+    start_ns    BIGINT,                 -- connect() called (wall clock), NULL: never began
     sport       INTEGER,                -- its client port
     outcome     VARCHAR,                -- complete, cut, never connected, failed
     sent        BIGINT,                 -- bytes the client wrote

@@ -183,3 +183,43 @@ def test_spread_across_runs(study, kind):
     for cc in ("cubic", "reno"):
         assert (f"{cc} (n=2)" if kind == "cdf" else f"{cc}") in svg
     assert kind == "cdf" or svg.count("(n=2)") == 2
+
+
+def test_study_report_by_hand(study):
+    """`tcpvar report --study`: by default grouped by the keys the study
+    swept, each chosen metric tested and drawn; with --by cc the test of
+    iperf3's rates is the hand computation's."""
+    tmp, doc = study
+    r = tcpvar_main("report", "--study", "grid", "-o", "grid.html", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    page = (tmp / "grid.html").read_text()
+    assert not re.search(r'(src|href)="(?!data:)', page)      # nothing from the network
+    assert "<dt>grouped by</dt><dd>cc, mode</dd>" in page
+    assert "<dt>runs</dt><dd>8 complete of 8</dd>" in page
+    # the metrics these runs have among the defaults: each tested and drawn
+    tested = re.findall(r"<h3>([^<]+): does a pair differ\?</h3>", page)
+    assert tested == ["iperf3 Mbit/s", "Jain", "RTT p95 ms", "queueing p95 ms"]
+    assert page.count("<img ") == len(tested)
+    rates: dict[str, list[float]] = {}
+    for run in doc["runs"]:
+        one = _by_hand(Path(run["dir"]))
+        rates.setdefault(one["key"][0], []).append(one["iperf3_mbps"])
+    r = tcpvar_main("report", "--study", "grid", "--by", "cc", "--metric", "iperf3_mbps",
+                    "-o", "cc.html", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    page = (tmp / "cc.html").read_text()
+    (row,) = re.findall(r"<tr><td>cc (\w+)</td><td>cc (\w+)</td><td>4/4</td><td>([\w-]+)</td>"
+                        r"<td>([^<]+)</td>", page)
+    a, b = rates[row[0]], rates[row[1]]
+    p = sig_truth.welch(a, b)[2] if row[2] == "welch" else sig_truth.u_exact_p(a, b)
+    assert row[3] == f"{p:.3g}"
+    assert page.count("<img ") == 1
+
+
+def test_study_report_needs_one_subject(study):
+    tmp, _ = study
+    r = tcpvar_main("report", "--study", "grid", "run:1", cwd=tmp)
+    assert r.returncode == 2 and "not both" in r.stderr
+    r = tcpvar_main("report", "--study", "nosuch", cwd=tmp)
+    assert r.returncode != 0 and "no run of study 'nosuch'" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
