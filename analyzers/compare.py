@@ -82,6 +82,7 @@ KEYS = {
                                  for r in p.get("flow_rates_bps") or [None]]),
     "latency": lambda p: p.get("latency"),
     "latency_interval": lambda p: p.get("latency_interval_ms"),
+    "size": lambda p: _per_flow([f"{n}b" if n else "0" for n in p.get("flow_sizes") or [None]]),
     "short": lambda p: ",".join(f"{c['per_s']:g}:{c['bytes']}b" for c in p.get("short") or ()),
 }
 RUN_COLUMNS = ("study", "backend", "kernel")     # keys read from the runs table itself

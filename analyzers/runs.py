@@ -73,6 +73,7 @@ def _flow(r: dict) -> dict:
         "start_s": r["start_s"], "duration_s": r["duration_s"], "conn": r["conn"],
         "base_rtt_ms": r["base_rtt_ms"], "direction": r["direction"] or "forward",
         "hop": r["hop"], "outcome": r["outcome"] or "complete", "rate_bps": r["rate_bps"],
+        "size_bytes": r["size_bytes"], "fct_ms": r["fct_ms"],
         "ecn": {"asked": bool(r["ecn"]), "ect_packets": r["ect_packets"],
                 "ce_packets": r["ce_packets"], "ece_packets": r["ece_packets"],
                 "cwr_packets": r["cwr_packets"]},
@@ -124,7 +125,9 @@ def _jain(con, doc: dict, direction: str) -> dict | None:
     flows = [f for f in doc["flows"] if f["direction"] == direction]
     if len(flows) < 2:
         return None
-    out = {"iperf3": jain(f["throughput_bps"]["iperf3"] or 0 for f in flows),
+    # a finite flow (--size) is tcpvar's sender's, which iperf3 never measured
+    finite = any(f["size_bytes"] for f in flows)
+    out = {"iperf3": None if finite else jain(f["throughput_bps"]["iperf3"] or 0 for f in flows),
            "pcap": jain(f["throughput_bps"]["pcap"] or 0 for f in flows)}
     conns = [f["conn"] for f in flows]
     capture = doc["sender_capture"]

@@ -207,6 +207,7 @@ PARAMS = {      # capture/params.py RunParams.to_json()
     "latency": (_TEXT, False), "latency_interval_ms": (_NUM, False),  # --latency
     "flow_rates_bps": (_LIST, False),   # --rate
     "short": (_LIST, False),            # --short
+    "flow_sizes": (_LIST, False),       # --size
 }
 SHORT_CLASS = {"per_s": (_NUM, True), "bytes": (_POS, True)}
 BUFFER = {"text": (_TEXT, True), "packets": (_CNT, False), "bytes": (_CNT, False)}
@@ -220,6 +221,7 @@ FLOW = {        # run_folder.FLOW_KEYS, each with its type
     "hop": (_POS, False),                               # a parking lot's cross flow
     "outcome": (_TEXT, False),          # how its client ended; runs before it lack it
     "rate_bps": (_NUM, False),          # --rate
+    "size_bytes": (_POS, False),        # --size
 }
 # how a flow's iperf3 client ended (capture/runner.py outcome())
 OUTCOMES = ("complete", "cut", "never connected")

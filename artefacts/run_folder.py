@@ -44,7 +44,8 @@ FIGURES = "figures"                       # its figures, KIND.png
 
 # what each flow of a manifest needs to be loaded
 FLOW_KEYS = ("flow", "role", "cc", "src_addr", "src_port", "dst_addr", "dst_port", "start_s",
-             "duration_s", "rtt_ms", "ecn", "direction", "hop", "outcome", "rate_bps")
+             "duration_s", "rtt_ms", "ecn", "direction", "hop", "outcome", "rate_bps",
+             "size_bytes")
 assert set(FLOW_KEYS) == set(checks.FLOW)     # with their types
 
 
@@ -82,6 +83,15 @@ BACKLOG = "backlog.jsonl"                 # the bottleneck's `tc -s` every 100 m
 SHORT_PLAN = "short-plan.json"            # --short: the transfers' arrivals, [t_s, bytes]
 SHORT = "short.jsonl"                     # and each transfer's end, a line as it ends
 SHORT_LOG = "short.err"
+
+
+def finite_record(flow: int) -> str:
+    """A finite flow's (--size) record: its sender's line, as short.jsonl's."""
+    return f"flow-{flow}.jsonl"
+
+
+def finite_plan(flow: int) -> str:
+    return f"flow-{flow}-plan.json"
 SHORT_PORT = 34999                        # the short flows' server, below every run's iperf3 ports
 
 

@@ -113,6 +113,7 @@ class Flow:
     reverse: bool = False      # it sends from d<i> to s<i>, through the reverse bottleneck
     hop: int | None = None     # a parking lot's cross flow through this hop only; None: all
     rate_bps: float | None = None   # its sender's rate (iperf3 -b); None: as fast as TCP goes
+    size: int | None = None    # a finite flow's bytes (--size); None: it runs its duration
 
     @property
     def direction(self) -> str:
@@ -154,6 +155,7 @@ class RunParams:
     latency_interval_ms: float | None = None
     # short flows beside the long ones, from s1 to d1: {"per_s", "bytes"} per class
     short: list = field(default_factory=list)
+    flow_sizes: list = field(default_factory=list)     # per flow, None unlimited; [] all
 
     def cross_hop(self, i: int) -> int | None:
         """The hop flow @i (0-based) crosses alone, if it is a cross flow:
@@ -202,7 +204,8 @@ class RunParams:
             out.append(Flow(i + 1, cc, role, start, self.duration_s - start, rtt,
                             bool(self.ecn) and self.ecn[i], i >= self.flows - self.reverse,
                             self.cross_hop(i),
-                            self.flow_rates_bps[i] if self.flow_rates_bps else None))
+                            self.flow_rates_bps[i] if self.flow_rates_bps else None,
+                            self.flow_sizes[i] if self.flow_sizes else None))
         return out
 
     @property
@@ -267,6 +270,7 @@ class RunParams:
         d.setdefault("latency_interval_ms", None)
         d.setdefault("flow_rates_bps", [])     # and before --rate
         d.setdefault("short", [])              # and before --short
+        d.setdefault("flow_sizes", [])         # and before --size
         return cls(**d)
 
 
@@ -309,7 +313,8 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
                 hops: int | None = None, cross: int | None = None,
                 latency: str | None = None,
                 latency_interval_ms: float | None = None,
-                rate: str | None = None, short: str | None = None) -> RunParams:
+                rate: str | None = None, short: str | None = None,
+                size: str | None = None) -> RunParams:
     """Check every option against the others; raise UsageError on the first problem."""
     ccs = [c.strip().lower() for c in cc.split(",") if c.strip()]
     if not ccs or any(not re.fullmatch(r"[a-z0-9_]{1,15}", c) for c in ccs):
@@ -379,7 +384,28 @@ def make_params(*, cc: str, rtt_ms: float | str, loss_pct: float, bw: str, buffe
         params.flow_rates_bps = rates if any(r is not None for r in rates) else []
     if short:
         params.short = parse_short(short, duration_s)
+    if size:        # per flow; 0 leaves one running its duration
+        _sizes(params, size)
     return params
+
+
+def _sizes(params: RunParams, text: str) -> None:
+    """--size into @params, checked: a finite flow is tcpvar's own sender,
+    which does not pace."""
+    def read(t: str) -> int | None:
+        if t.strip() == "0":
+            return None
+        n = parse_size(t, "--size")
+        if n > MAX_SIZE:
+            raise UsageError(f"--size {t!r}: at most {MAX_SIZE >> 20} MiB a flow")
+        return n
+
+    sizes = per_flow("--size", text, params.flows, read)
+    for i, n in enumerate(sizes):
+        if n is not None and params.flow_rates_bps and params.flow_rates_bps[i] is not None:
+            raise UsageError(f"--size and --rate on flow {i + 1}: a finite flow goes as fast "
+                             f"as TCP lets it (give it rate 0)")
+    params.flow_sizes = sizes if any(n is not None for n in sizes) else []
 
 
 MAX_SHORT_RATE = 1000.0         # arrivals a second, per class

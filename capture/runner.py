@@ -235,6 +235,11 @@ class Run:
         self._phase("starting captures")
         for fe in self.flows:
             f = fe.flow.flow
+            if fe.flow.size:
+                traffic.short_server(self.net, fe.server, fe.dst, fe.dport,
+                                     self.work / layout.iperf_log(f, server=True),
+                                     name=f"server{f}")
+                continue
             traffic.iperf_server(self.net, fe.server, fe.dport, name=f"server{f}",
                                  report=self.work / layout.iperf_report(f, server=True),
                                  log=self.work / layout.iperf_log(f, server=True))
@@ -243,7 +248,7 @@ class Run:
             traffic.latency_server(self.net, first.server, first.dst,
                                    self.work / layout.LATENCY_LOG)
         if p.short:
-            traffic.short_server(self.net, "d1", Dumbbell.receiver_addr(1),
+            traffic.short_server(self.net, "d1", Dumbbell.receiver_addr(1), layout.SHORT_PORT,
                                  self.work / layout.SHORT_LOG)
         self._start_captures()
         self._start_probe()
@@ -394,8 +399,9 @@ class Run:
             self.manifest["t0_ns"] = t0_ns
         for entry in self.manifest["flows"]:
             f = entry["flow"]
-            entry["outcome"] = outcome(self.work / layout.iperf_report(f),
-                                       clients[f].returncode, f in ended)
+            entry["outcome"] = finite_outcome(self.work / layout.finite_record(f)) \
+                if plan[f].size else outcome(self.work / layout.iperf_report(f),
+                                             clients[f].returncode, f in ended)
             if entry["outcome"] == "failed":
                 err = (self.work / layout.iperf_log(f)).read_text(errors="replace").strip()
                 raise TestbedError(f"iperf3 flow {f} failed: {err[:200] or 'see its JSON'}")
@@ -432,8 +438,9 @@ class Run:
         arrivals = shortflows.plan(p.short, p.duration_s, p.seed + self.repetition)
         (self.work / layout.SHORT_PLAN).write_text(json.dumps(arrivals))
         deadline_s = p.duration_s + END_GRACE_S + END_GRACE_RTTS * first.rtt_ms / 1e3
-        proc = traffic.short_client(self.net, "s1", Dumbbell.receiver_addr(1), first.cc,
-                                    t0_ns, t0_ns + int(deadline_s * 1e9),
+        proc = traffic.short_client(self.net, "s1", Dumbbell.receiver_addr(1),
+                                    layout.SHORT_PORT, first.cc, t0_ns,
+                                    t0_ns + int(deadline_s * 1e9),
                                     self.work / layout.SHORT_PLAN, self.work / layout.SHORT,
                                     self.work / layout.SHORT_LOG)
         return proc, time.monotonic() + deadline_s
@@ -451,6 +458,15 @@ class Run:
 
     def _start_client(self, fe: FlowEndpoints) -> subprocess.Popen:
         f, seconds = fe.flow.flow, max(1, round(fe.flow.duration_s))
+        if fe.flow.size:        # a finite flow: one transfer of tcpvar's own sender, now
+            plan = self.work / layout.finite_plan(f)
+            plan.write_text(json.dumps([[0, fe.flow.size]]))
+            now = time.time_ns()
+            return traffic.short_client(
+                self.net, fe.client, fe.dst, fe.dport, fe.flow.cc, now,
+                now + int(_deadline(fe.flow, STARTUP_S) * 1e9), plan,
+                self.work / layout.finite_record(f), self.work / layout.iperf_log(f),
+                sport=fe.sport, name=f"client{f}")
         return traffic.iperf_client(
             self.net, fe.client, fe.dst, fe.dport,
             ["--cport", str(fe.sport), "-t", str(seconds), "-i", "1", "-C", fe.flow.cc,
@@ -598,7 +614,7 @@ class Run:
                        "start_s": fe.flow.start_s, "duration_s": fe.flow.duration_s,
                        "rtt_ms": fe.flow.rtt_ms, "ecn": fe.flow.ecn,
                        "direction": fe.flow.direction, "hop": fe.flow.hop,
-                       "rate_bps": fe.flow.rate_bps,
+                       "rate_bps": fe.flow.rate_bps, "size_bytes": fe.flow.size,
                        "src_addr": fe.src, "src_port": fe.sport,
                        "dst_addr": fe.dst, "dst_port": fe.dport} for fe in self.flows],
             "tools": self.tools or tool_versions(), "clock": self.clock,
@@ -659,6 +675,17 @@ def outcome(report: Path, returncode: int, ended: bool) -> str:
     sent = ((doc.get("end") or {}).get("sum_sent") or {}).get("seconds")
     done = all(isinstance(v, (int, float)) for v in (asked, sent)) and sent >= 0.99 * asked
     return "complete" if done else "cut"
+
+
+def finite_outcome(record: Path) -> str:
+    """How a finite flow (--size) ended, by its sender's own record: a
+    sender ended before it wrote one was still sending (`cut`)."""
+    try:
+        line = record.read_text(errors="replace").strip()
+        said = json.loads(line).get("outcome") if line else "cut"
+    except (OSError, ValueError, AttributeError):
+        said = "cut"
+    return said if said in ("complete", "cut", "never connected") else "failed"
 
 
 # a packet a veth hands on waits in the receiving CPU's backlog, 1000

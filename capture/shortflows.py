@@ -76,9 +76,10 @@ def _on_signal(signum, frame):
 
 
 def run_client(dst: str, port: int, cc: str, origin_ns: int, deadline_ns: int,
-               arrivals: list[tuple[float, int]], out) -> None:
+               arrivals: list[tuple[float, int]], out, sport: int | None = None) -> None:
     """Each planned transfer at origin + its time, until every one has
-    ended or the deadline (or SIGINT) cuts those still running."""
+    ended or the deadline (or SIGINT) cuts those still running; from port
+    @sport (a finite flow's, whose ports the captures and tcp_probe know)."""
     sel = selectors.DefaultSelector()
     pending = deque(_Transfer(i, t, n) for i, (t, n) in enumerate(arrivals, start=1))
     live: dict[int, _Transfer] = {}
@@ -98,7 +99,7 @@ def run_client(dst: str, port: int, cc: str, origin_ns: int, deadline_ns: int,
             break
         while pending and origin_ns + pending[0].planned_s * 1e9 <= now:
             tr = pending.popleft()
-            _connect(tr, dst, port, cc, sel)
+            _connect(tr, dst, port, cc, sel, sport)
             if tr.state == "failed":
                 finish(tr, "failed", tr.error)
             else:
@@ -111,10 +112,13 @@ def run_client(dst: str, port: int, cc: str, origin_ns: int, deadline_ns: int,
         finish(tr, "never connected" if tr.state == "connecting" else "cut")
 
 
-def _connect(tr: _Transfer, dst: str, port: int, cc: str, sel) -> None:
+def _connect(tr: _Transfer, dst: str, port: int, cc: str, sel, sport: int | None) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        if sport:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("", sport))
         sock.setblocking(False)
         tr.start_ns = time.time_ns()
         err = sock.connect_ex((dst, port))
@@ -199,6 +203,7 @@ def main(argv: list[str]) -> int:
     c.add_argument("--dst", required=True)
     c.add_argument("--port", type=int, required=True)
     c.add_argument("--cc", required=True)
+    c.add_argument("--sport", type=int)
     c.add_argument("--origin-ns", type=int, required=True)
     c.add_argument("--deadline-ns", type=int, required=True)
     c.add_argument("--plan", type=Path, required=True)
@@ -211,7 +216,7 @@ def main(argv: list[str]) -> int:
         return 0
     arrivals = [(float(t), int(n)) for t, n in json.loads(a.plan.read_text())]
     with open(a.out, "w") as out:
-        run_client(a.dst, a.port, a.cc, a.origin_ns, a.deadline_ns, arrivals, out)
+        run_client(a.dst, a.port, a.cc, a.origin_ns, a.deadline_ns, arrivals, out, a.sport)
     return 0
 
 

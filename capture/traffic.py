@@ -119,25 +119,29 @@ def latency_client(bed: Testbed, role: str, tool: str, dst: str, interval_ms: fl
     return bed.start("latency", role, args, stdout=out, stderr=log)
 
 
-def short_server(bed: Testbed, role: str, addr: str, log: Path) -> subprocess.Popen:
-    """The short flows' server (capture/shortflows.py) in node @role on
-    @addr, listening when this returns."""
-    proc = bed.start("server-short", role, [sys.executable, "-m", SHORT_MODULE, "server",
-                                            "--addr", addr, "--port", str(layout.SHORT_PORT)],
-                     stderr=log)
-    wait_listening(bed.ns(role), layout.SHORT_PORT, proc, timeout_s=60, what="short-flow")
+def short_server(bed: Testbed, role: str, addr: str, port: int, log: Path,
+                 name: str = "server-short") -> subprocess.Popen:
+    """tcpvar's receiver of finite transfers (capture/shortflows.py: the
+    short flows', or a finite flow's) in node @role on @addr:@port,
+    listening when this returns."""
+    proc = bed.start(name, role, [sys.executable, "-m", SHORT_MODULE, "server",
+                                  "--addr", addr, "--port", str(port)], stderr=log)
+    wait_listening(bed.ns(role), port, proc, timeout_s=60, what="finite-transfer")
     return proc
 
 
-def short_client(bed: Testbed, role: str, dst: str, cc: str, origin_ns: int,
-                 deadline_ns: int, plan: Path, out: Path, log: Path) -> subprocess.Popen:
-    """The short flows' client in node @role: the transfers of @plan, each
-    at @origin_ns + its time, until @deadline_ns."""
-    return bed.start("short", role, [sys.executable, "-m", SHORT_MODULE, "client",
-                                     "--dst", dst, "--port", str(layout.SHORT_PORT), "--cc", cc,
-                                     "--origin-ns", str(origin_ns),
-                                     "--deadline-ns", str(deadline_ns), "--plan", str(plan),
-                                     "--out", str(out)], stderr=log)
+def short_client(bed: Testbed, role: str, dst: str, port: int, cc: str, origin_ns: int,
+                 deadline_ns: int, plan: Path, out: Path, log: Path, sport: int | None = None,
+                 name: str = "short") -> subprocess.Popen:
+    """tcpvar's sender of finite transfers in node @role: those of @plan,
+    each at @origin_ns + its time, until @deadline_ns; from port @sport
+    (None: the kernel's choice)."""
+    return bed.start(name, role, [sys.executable, "-m", SHORT_MODULE, "client",
+                                  "--dst", dst, "--port", str(port), "--cc", cc,
+                                  *(["--sport", str(sport)] if sport else []),
+                                  "--origin-ns", str(origin_ns),
+                                  "--deadline-ns", str(deadline_ns), "--plan", str(plan),
+                                  "--out", str(out)], stderr=log)
 
 
 def iperf_result(proc: subprocess.Popen, timeout_s: float) -> dict:

@@ -83,8 +83,7 @@ def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, plot
         doc["tests"] = pairwise(doc["groups"], metric)
     title = f"{', '.join(studies) or 'runs'} by {', '.join(keys)}"
     if plot_path:
-        figures.save({**doc, "kind": plot_kind, "title": title, "metric": metric,
-                      "metric_label": render.HEADINGS[metric][0]}, plot_path)
+        figures.save({**doc, "kind": plot_kind, "title": title, "metric": metric}, plot_path)
     if fmt == "json":
         terminal.data(tabular.to_json(doc))
     elif fmt == "csv":

@@ -75,6 +75,10 @@ from .options import (
 @click.option("--rate", metavar="RATE[,RATE...]",
               help="Application-limited senders: iperf3 sends at most this (-b), one for "
                    "every flow or one per flow; 0 leaves a flow unlimited.")
+@click.option("--size", metavar="SIZE[,SIZE...]",
+              help="Finite flows: each sends SIZE bytes (100kb, 10mb) and ends, one for every "
+                   "flow or one per flow (0: runs its duration); their completion times go "
+                   "into the summary.")
 @click.option("--short", metavar="RATE:SIZE[,...]",
               help="Short flows beside the long ones: SIZE-byte transfers (100kb, 1mb) "
                    "arriving RATE a second (Poisson), each a new connection from the first "
@@ -109,7 +113,7 @@ from .options import (
 @quiet_option()
 def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, start_gap_s,
         bw_schedule, aqm, aqm_params, ecn, reverse, bw_reverse, topology, hops, cross, rate,
-        short, latency, latency_interval_ms, shaper,
+        size, short, latency, latency_interval_ms, shaper,
         repeat, seed, backend, kernel, clock, ngwa, wbrto, wbrto_unit_ms, boot_timeout, out_dir,
         db_path, as_json, quiet):
     """Run iperf3 flows over an emulated dumbbell (or parking lot) and summarise them.
@@ -159,7 +163,7 @@ def run(cc, rtt_ms, loss_pct, jitter_ms, bw, buffer, duration_s, flows, mode, st
                          aqm_params=aqm_params, ecn=ecn, reverse=reverse,
                          bw_reverse=bw_reverse, topology=topology, hops=hops, cross=cross,
                          latency=latency, latency_interval_ms=latency_interval_ms, rate=rate,
-                         short=short)
+                         short=short, size=size)
     with runs.LiveProgress(quiet=quiet) as progress:
         outcome = execute(db_path, SessionRequest(params, backend, kernel, out_dir, boot_timeout),
                           progress, html.write_run_folder)

@@ -52,6 +52,8 @@ def _listed(name: str, metavar: str, text: str):
                                     "their own, 0 unlimited.")
 @_listed("latency", "irtt|ping,...", "Latency probes beside the flows (latency under load).")
 @_listed("latency_interval", "MS,...", "Gaps between the latency probe's packets.")
+@_listed("size", "SIZE[+SIZE],...", "Finite flows' bytes; '+' gives a run's flows their own, "
+                                    "0 runs a flow its duration.")
 @_listed("short", "RATE:SIZE,...;...", "Short-flow classes beside the long flows, ';' between "
                                        "sets.")
 @_listed("ngwa", "MODE,...", "NGWA modes 1-8 (the patched kernel).")

@@ -21,7 +21,7 @@ from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
 from .latency import insert_latency, read_latency
 from .reader import check_storable
-from .shortflows import insert_short, read_short
+from .shortflows import insert_short, read_finite, read_short
 from .run_row import insert_run, new_run_id
 
 
@@ -44,6 +44,8 @@ def load_run(store, run_dir: Path, progress=None) -> int:
     reports = {f["flow"]: (read_report(run_dir / layout.iperf_report(f["flow"])),
                            read_report(run_dir / layout.iperf_report(f["flow"], server=True)))
                for f in m["flows"]}
+    finite = {f["flow"]: read_finite(run_dir, f["flow"]) for f in m["flows"]
+              if f.get("size_bytes")}
     qdiscs = qdisc_rows(run_dir)
     latency = read_latency(run_dir)
     backlog = read_backlog(run_dir)
@@ -84,7 +86,7 @@ def load_run(store, run_dir: Path, progress=None) -> int:
                    cell=(m.get("study") or {}).get("cell"), **conditions(m))
         for f in m["flows"]:
             _load_flow(c, run_id, f, reports[f["flow"]], captures.get("sender"),
-                       m["params"].get("rtt_ms"))
+                       m["params"].get("rtt_ms"), finite.get(f["flow"]))
         if hops > 1:
             c.executemany("INSERT INTO hops VALUES ($1, $2, $3, $4, $5)", [
                 [run_id, hop, layout.hop_router(hop),
@@ -150,12 +152,15 @@ def _fraction(v) -> float | None:
 
 
 def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | None,
-               rtt_ms: float | None) -> None:
+               rtt_ms: float | None, finite: dict | None) -> None:
     """One flow; @rtt_ms is the run's, for manifests written before each flow
-    had its own."""
+    had its own; @finite, a finite flow's record by its sender (--size)."""
     n = f["flow"]
     client, server = reports
     s = flow_summary(client, server)
+    if finite:          # tcpvar's sender: what it wrote, all of it read if complete
+        s.update(bytes_sent=finite["sent"], bytes_received=finite["bytes"]
+                 if finite["outcome"] == "complete" else None)
     conn = None
     if sender_capture is not None:
         row = one(con, "SELECT conn FROM connections WHERE capture_id = $1 AND "
@@ -169,7 +174,8 @@ def _load_flow(con, run_id: int, f: dict, reports: tuple, sender_capture: int | 
            **{k: s[k] for k in ("bytes_sent", "bytes_received", "iperf_bps", "iperf_retransmits")},
            "base_rtt_ms": f.get("rtt_ms", rtt_ms), "ecn": f.get("ecn"),
            "direction": f.get("direction", "forward"), "hop": f.get("hop"),
-           "outcome": f.get("outcome"), "rate_bps": f.get("rate_bps")}
+           "outcome": f.get("outcome"), "rate_bps": f.get("rate_bps"),
+           "size_bytes": f.get("size_bytes")}
     con.execute(f"INSERT INTO flows ({', '.join(row)}) "
                 f"VALUES ({', '.join(f'${i}' for i in range(1, len(row) + 1))})",
                 list(row.values()))

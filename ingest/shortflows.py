@@ -47,6 +47,24 @@ def read_short(run_dir: Path) -> list[tuple] | None:
     return rows
 
 
+def read_finite(run_dir: Path, flow: int) -> dict | None:
+    """A finite flow's (--size) record by its sender, checked; None when its
+    sender wrote none (it was killed, or the run stopped)."""
+    path = run_dir / layout.finite_record(flow)
+    try:
+        data = checks.read_bounded(path, 64 << 10, "a finite flow's record")
+    except FileNotFoundError:
+        return None
+    line = data.strip()
+    if not line:
+        return None
+    try:
+        rec = json.loads(line)
+    except (ValueError, RecursionError):
+        raise InputError(f"{path}: not JSON") from None
+    return checks.check_short(str(path), rec)
+
+
 def insert_short(con, run_id: int, rows: list[tuple]) -> None:
     con.executemany(f"INSERT INTO short_flows (run_id, {', '.join(COLUMNS)}) "
                     f"VALUES ({', '.join(['?'] * (len(COLUMNS) + 1))})",

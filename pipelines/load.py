@@ -12,7 +12,7 @@ import duckdb
 
 from tcpvar.analyzers import fidelity
 from tcpvar.analyzers.queueing import build_queue_delays
-from tcpvar.analyzers.shortflows import build_short_fct
+from tcpvar.analyzers.shortflows import build_fct
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.analyzers.series import build_run_series
 from tcpvar.artefacts.run_folder import REPORT, read_manifest
@@ -73,7 +73,7 @@ def store_into(store, run_dir: Path, progress) -> int:
     with store.transaction() as con:
         build_run_series(con, run_id, SERIES_INTERVAL_MS)
         build_queue_delays(con, run_id)
-        build_short_fct(con, run_id)
+        build_fct(con, run_id)
     check_fidelity(store, run_id, progress)
     return run_id
 

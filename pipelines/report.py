@@ -12,7 +12,6 @@ from tcpvar.analyzers.significance import pairwise
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.artefacts.run_folder import FIGURES, read_manifest
 from tcpvar.errors import InputError, UsageError
-from tcpvar.report.compare import HEADINGS
 from tcpvar.pipelines.plot import PlotOptions, figure, subject
 from tcpvar.store import Store
 
@@ -115,7 +114,7 @@ def study_part(store, name: str, by: str | None, metrics: list[str]) -> dict:
     has = [m for m in METRICS if any(g["mean"][m] is not None for g in doc["groups"])]
     chosen = list(metrics) or [m for m in HEADLINE if m in has]
     tests = [pairwise(doc["groups"], m) for m in chosen] if len(doc["groups"]) > 1 else []
-    figures = [{**doc, "kind": "box", "name": name, "metric": m, "metric_label": HEADINGS[m][0],
+    figures = [{**doc, "kind": "box", "name": name, "metric": m,
                 "title": f"{name}: by {', '.join(keys)}"} for m in chosen]
     done = [r for r in runs if r["status"] == "complete"]
     facts = {"runs": f"{len(done)} complete of {len(runs)}", "grouped by": ", ".join(keys),

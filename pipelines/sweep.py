@@ -71,9 +71,10 @@ OPTIONS = {
     "latency": ("latency", str, None),
     "latency_interval": ("latency_interval_ms", float, None),
     "short": ("short", str, None),
+    "size": ("size", str, None),
 }
 assert set(OPTIONS) <= set(KEYS)    # every swept option can group a comparison
-PER_FLOW = ("cc", "rtt", "ecn", "rate")     # a value per flow: "cubic+reno", "20+80"
+PER_FLOW = ("cc", "rtt", "ecn", "rate", "size")     # a value per flow: "cubic+reno", "20+80"
 MAX_FILE_BYTES = 1 << 20            # a study file is a few kB (callegari2011's: 10)
 
 
@@ -299,10 +300,10 @@ def cell_key(params: RunParams) -> str:
                          ("reverse", 0), ("bw_reverse_bps", None), ("topology", "dumbbell"),
                          ("hops", 1), ("cross", 0), ("latency", None),
                          ("latency_interval_ms", None), ("flow_rates_bps", []),
-                         ("short", [])):
+                         ("short", []), ("flow_sizes", [])):
         if d[key] == default:
             d.pop(key)          # and before --aqm, --ecn, RTT lists, --reverse, parking
-            # lots, --latency, --short
+            # lots, --latency, --short, --size
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 

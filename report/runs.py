@@ -130,6 +130,11 @@ def summary_lines(s: dict) -> list[str]:
                      f"({q['backlog_max_bytes']} B) queued behind one")
     if lat := s.get("latency"):
         lines.append(latency_line(lat, (s["params"] or {}).get("latency_interval_ms")))
+    if finite := [f for f in s["flows"] if f.get("size_bytes")]:
+        lines.append("finite flows (SYN to the ACK of the last byte): " + "; ".join(
+            f"flow {f['flow']} {_size(f['size_bytes'])} in "
+            + ("—" if f["fct_ms"] is None else f"{ms(f['fct_ms'])} ms")
+            + ("" if f["outcome"] == "complete" else f" ({f['outcome']})") for f in finite))
     lines += [short_line(c) for c in s.get("short_flows") or []]
     if s["probe_source"]:
         lost = s["probe_lost"]

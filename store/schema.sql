@@ -390,3 +390,8 @@ ALTER TABLE flows ADD COLUMN IF NOT EXISTS outcome VARCHAR;
 -- and before application-limited flows: the sender's rate (--rate), NULL
 -- for a flow as fast as TCP goes
 ALTER TABLE flows ADD COLUMN IF NOT EXISTS rate_bps DOUBLE;
+-- and before finite flows (--size): its bytes, NULL for a flow that ran its
+-- duration, and its completion time in the sender capture (first SYN to the
+-- first ACK of its last byte, as a short flow's)
+ALTER TABLE flows ADD COLUMN IF NOT EXISTS size_bytes BIGINT;
+ALTER TABLE flows ADD COLUMN IF NOT EXISTS fct_ms DOUBLE;

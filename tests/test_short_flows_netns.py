@@ -1,7 +1,7 @@
 """Short flows beside a long one (--short, netns backend): two size
-classes of Poisson arrivals. Truth: tshark on the sender capture, each
-transfer's first SYN to the first ACK of its last byte, and percentiles
-worked by hand from those."""
+classes of Poisson arrivals; and a finite flow beside a long one (--size).
+Truth: tshark on the sender capture, each transfer's first SYN to the
+first ACK of its last byte, and percentiles worked by hand from those."""
 from __future__ import annotations
 
 import json
@@ -36,19 +36,20 @@ def _ns(text: str) -> int:
     return int(secs) * 10**9 + int(frac.ljust(9, "0")[:9])
 
 
-def _tshark_fcts(pcap: Path, sizes: dict[int, int]) -> dict[int, float]:
-    """Per client port: its first SYN to the first ACK from the server whose
-    relative acknowledgement number covers its last byte (size + 1), in ms."""
+def _tshark_fcts(pcap: Path, sizes: dict[int, int], port: int = PORT) -> dict[int, float]:
+    """Per client port (of @sizes, to server @port): its first SYN to the
+    first ACK from the server whose relative acknowledgement number covers
+    its last byte (size + 1), in ms."""
     syn, acked = {}, {}
     for t, sport, dport, is_syn, is_ack, ack in fields(
-            pcap, f"tcp.port == {PORT}", "frame.time_epoch", "tcp.srcport", "tcp.dstport",
+            pcap, f"tcp.port == {port}", "frame.time_epoch", "tcp.srcport", "tcp.dstport",
             "tcp.flags.syn", "tcp.flags.ack", "tcp.ack"):
-        if int(dport) == PORT and is_syn in ("1", "True") and int(sport) not in syn:
-            syn[int(sport)] = _ns(t)
-        port = int(dport)
-        if int(sport) == PORT and is_ack in ("1", "True") and port not in acked \
-                and int(ack) >= sizes[port] + 1:
-            acked[port] = _ns(t)
+        sport, dport = int(sport), int(dport)
+        if dport == port and sport in sizes and is_syn in ("1", "True") and sport not in syn:
+            syn[sport] = _ns(t)
+        if sport == port and dport in sizes and is_ack in ("1", "True") \
+                and dport not in acked and int(ack) >= sizes[dport] + 1:
+            acked[dport] = _ns(t)
     return {p: (acked[p] - syn[p]) / 1e6 for p in acked}
 
 
@@ -131,3 +132,35 @@ def test_the_summary_prints_each_class(short_run):
     assert [line.split(":")[0] for line in lines] == ["short flows of 50 kB",
                                                       "short flows of 500 kB"]
     assert all("completion time p50 " in line for line in lines)
+
+
+@pytest.fixture(scope="module")
+def finite_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("finite")
+    rc, doc, err = tcpvar_run(tmp, "--backend", "netns", "--cc", "cubic", "--flows", 2,
+                              "--rtt", 0, "--bw", "20mbit", "--buffer", 60, "--duration", 6,
+                              "--size", "2mb,0")
+    assert rc == 0, err
+    (run,) = doc["runs"]
+    return tmp, run
+
+
+def test_a_finite_flow_carries_its_bytes_and_ends(finite_run):
+    """Flow 1 sends 2 MB and ends, flow 2 runs its 6 s (iperf3's own
+    report); by tshark, flow 1's data end at relative byte 2,000,000 and its
+    completion time is its SYN to the first ACK of that byte."""
+    _, run = finite_run
+    one, two = run["flows"]
+    assert one["size_bytes"] == 2_000_000 and two["size_bytes"] is None
+    assert one["outcome"] == two["outcome"] == "complete"
+    report = json.loads((Path(run["dir"]) / "iperf-2.json").read_text())
+    assert report["end"]["sum_sent"]["seconds"] == pytest.approx(6, abs=0.1)
+    assert not (Path(run["dir"]) / "iperf-1.json").exists()
+    pcap = Path(run["dir"]) / "sender.pcap"
+    sport, dport = (int(x.rsplit(":", 1)[1]) for x in (one["src"], one["dst"]))
+    ends = fields(pcap, f"tcp.srcport == {sport} && tcp.dstport == {dport} && tcp.len > 0",
+                  "tcp.seq", "tcp.len")
+    assert max(int(s) + int(n) for s, n in ends) - 1 == 2_000_000
+    truth = _tshark_fcts(pcap, {sport: 2_000_000}, port=dport)
+    assert one["fct_ms"] == pytest.approx(truth[sport], abs=1e-6)
+    assert run["jain"]["iperf3"] is None        # iperf3 never measured flow 1

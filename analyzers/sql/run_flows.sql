@@ -79,6 +79,7 @@ pcap AS (
 )
 SELECT f.flow, f.role, f.cc, f.src_addr, f.src_port, f.dst_addr, f.dst_port, f.start_s,
        f.duration_s, f.conn, f.base_rtt_ms, f.ecn, f.direction, f.hop, f.outcome, f.rate_bps,
+       f.size_bytes, f.fct_ms,
        ecn.ect AS ect_packets, ecn.ce AS ce_packets, ecn.ece AS ece_packets,
        ecn.cwr AS cwr_packets,
        f.iperf_bps AS throughput_iperf3_bps,

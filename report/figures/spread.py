@@ -8,6 +8,13 @@ from .axes import color, finish_plain
 from .scatter import label
 
 
+def _label(doc: dict) -> str:
+    """The metric's heading: as compare's table names it."""
+    from ..compare import HEADINGS
+
+    return HEADINGS[doc["metric"]][0]
+
+
 def _values(g: dict, metric: str) -> list[float]:
     return sorted(v for v in g["values"].get(metric, []) if v is not None)
 
@@ -15,7 +22,7 @@ def _values(g: dict, metric: str) -> list[float]:
 def draw_cdf(doc: dict):
     from matplotlib.figure import Figure
 
-    metric, heading = doc["metric"], doc["metric_label"]
+    metric, heading = doc["metric"], _label(doc)
     fig = Figure(figsize=(7, 5.5), layout="constrained")
     ax = fig.subplots()
     drawn = 0
@@ -40,7 +47,7 @@ def draw_cdf(doc: dict):
 def draw_box(doc: dict):
     from matplotlib.figure import Figure
 
-    metric, heading = doc["metric"], doc["metric_label"]
+    metric, heading = doc["metric"], _label(doc)
     groups = [(g, _values(g, metric)) for g in doc["groups"]]
     groups = [(g, xs) for g, xs in groups if xs]
     fig = Figure(figsize=(max(5.0, 1.2 * len(groups) + 2), 5.5), layout="constrained")
