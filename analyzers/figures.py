@@ -18,7 +18,9 @@ from .fairness import choose, flows, jain
 from .sqlfiles import sql
 
 KINDS = ("tsg", "cwnd", "throughput", "rtt", "rto", "fairness", "ngwa", "window", "latency",
-         "queue")
+         "queue", "fct")
+# what only a run has: the latency probe, two captures around its queue, short flows
+RUN_KINDS = ("latency", "queue", "fct")
 COLUMNS = 1500              # time columns of a figure (its pixel width at 150 dpi)
 PANELS = 8                  # cwnd's panels (one per sender) unless --conn chose more
 CA_STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")
@@ -55,6 +57,7 @@ class Subject:
     others: int = 0                     # connections left out by the default choice
     chosen: bool = False                # the senders were named (--conn)
     latency: str | None = None          # the run's latency probe (--latency): irtt or ping
+    short: bool = False                 # the run had short flows (--short)
 
 
 @dataclass
@@ -135,11 +138,12 @@ def run_subject(con, run_id: int, picked: list[int] | None) -> Subject:
     probe = bool(one(con, "SELECT count(*) > 0 FROM probe_events "
                           "WHERE run_id = $1 AND side = 'sender'", [run_id])[0])
     latency = one(con, "SELECT any_value(tool) FROM latency WHERE run_id = $1", [run_id])[0]
+    short = one(con, "SELECT count(*) > 0 FROM short_flows WHERE run_id = $1", [run_id])[0]
     return Subject(name, _run_title(name, params, backend, kernel, rows),
                    sender_capture, first, last, senders, run_id=run_id,
                    bottleneck_id=bottleneck, rate=_rate(params, started, first), probe=probe,
                    ngwa=params.get("ngwa_mode") is not None, chosen=bool(picked),
-                   latency=latency)
+                   latency=latency, short=short)
 
 
 def _bottleneck_conn(con, capture_id, sport: int, dport: int):
@@ -518,7 +522,22 @@ def _window(con, s: Subject, w: Window, _bin) -> dict:
             else "no window advertised by the receivers in the window"}
 
 
+def _fct(con, s: Subject, w: Window, _bin) -> dict:
+    """The short flows' completion times against their start, per size
+    class; those that did not complete, at their start along the bottom."""
+    rows = [] if s.run_id is None else con.execute(sql("fig_fct"), {
+        "run_id": s.run_id, "origin_ns": s.origin_ns, "t0_ns": w.t0_ns,
+        "t1_ns": w.t1_ns}).fetchall()
+    classes: dict[int, dict] = {}
+    for size, t, ms in rows:
+        c = classes.setdefault(size, {"bytes": size, "fct": [], "unfinished": []})
+        c["fct"].append((t, ms)) if ms is not None else c["unfinished"].append(t)
+    why = "the run had no short flows (tcpvar run --short)" if not s.short else \
+        "no short flow began in the window"
+    return {"classes": list(classes.values()), "empty": None if rows else why}
+
+
 _KINDS = {"tsg": _tsg, "cwnd": _cwnd, "throughput": _throughput, "rtt": _rtt, "rto": _rto,
           "fairness": _fairness, "ngwa": _ngwa, "window": _window, "latency": _latency,
-          "queue": _queue}
+          "queue": _queue, "fct": _fct}
 assert tuple(_KINDS) == KINDS

@@ -95,14 +95,15 @@ def default_output(subj, kind: str) -> Path:
 
 def capture_figures(store, capture_id: int, path: Path, out_dir: Path,
                     taken: set[str]) -> list[dict]:
-    """Every kind of figure of an analysed capture, each with its file in
-    @out_dir: NAME-KIND.png, NAME the file's name, or with its folder's
-    name in front when another capture of the command has that name."""
+    """Every kind of figure of an analysed capture but a run's own, each
+    with its file in @out_dir: NAME-KIND.png, NAME the file's name, or with
+    its folder's name in front when another capture of the command has that
+    name."""
     name = path.name if path.name not in taken else f"{path.parent.name}-{path.name}"
     taken.add(name)
     subj = figures.capture_subject(store.con, capture_id, name, None)
     docs = []
-    for kind in figures.KINDS:
+    for kind in (k for k in figures.KINDS if k not in figures.RUN_KINDS):
         doc = figure(store, subj, kind, PlotOptions())
         doc["path"] = out_dir / f"{name}-{kind}.png"
         docs.append(doc)

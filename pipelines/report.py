@@ -20,7 +20,7 @@ def kinds_for(subj) -> list[str]:
     """The figures worth showing: fairness with two flows or more, NGWA
     when the run had it switched on or the capture carries the option,
     queueing delay when a run captured its bottleneck, latency under load
-    when it had the latency probe."""
+    when it had the latency probe, completion times when it had short flows."""
     out = ["throughput", "cwnd", "rtt", "rto", "tsg", "window"]
     if subj.bottleneck_id is not None:
         out.append("queue")
@@ -30,6 +30,8 @@ def kinds_for(subj) -> list[str]:
         out.append("ngwa")
     if subj.latency:
         out.append("latency")
+    if subj.short:
+        out.append("fct")
     return out
 
 

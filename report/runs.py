@@ -132,7 +132,7 @@ def summary_lines(s: dict) -> list[str]:
         lines.append(latency_line(lat, (s["params"] or {}).get("latency_interval_ms")))
     if finite := [f for f in s["flows"] if f.get("size_bytes")]:
         lines.append("finite flows (SYN to the ACK of the last byte): " + "; ".join(
-            f"flow {f['flow']} {_size(f['size_bytes'])} in "
+            f"flow {f['flow']} {size_text(f['size_bytes'])} in "
             + ("—" if f["fct_ms"] is None else f"{ms(f['fct_ms'])} ms")
             + ("" if f["outcome"] == "complete" else f" ({f['outcome']})") for f in finite))
     lines += [short_line(c) for c in s.get("short_flows") or []]
@@ -156,7 +156,7 @@ def short_line(c: dict) -> str:
     ended = ", ".join(f"{c[k]} {what}" for k, what in (("cut", "cut"),
                                                         ("not_connected", "never connected"))
                       if c[k])
-    head = f"short flows of {_size(c['bytes'])}: {c['complete']} of {c['transfers']} complete"
+    head = f"short flows of {size_text(c['bytes'])}: {c['complete']} of {c['transfers']} complete"
     head += f" ({ended})" if ended else ""
     if c["fct_p50_ms"] is None:
         return head
@@ -165,7 +165,7 @@ def short_line(c: dict) -> str:
             f"last byte, {c['measured']} in the capture)")
 
 
-def _size(n: int) -> str:
+def size_text(n: int) -> str:
     for unit, k in (("MB", 1_000_000), ("kB", 1000)):
         if n >= k and n % (k // 100) == 0:
             return f"{n / k:g} {unit}"

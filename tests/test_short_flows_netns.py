@@ -164,3 +164,21 @@ def test_a_finite_flow_carries_its_bytes_and_ends(finite_run):
     truth = _tshark_fcts(pcap, {sport: 2_000_000}, port=dport)
     assert one["fct_ms"] == pytest.approx(truth[sport], abs=1e-6)
     assert run["jain"]["iperf3"] is None        # iperf3 never measured flow 1
+
+
+def test_the_fct_figure_draws_tsharks_times(short_run):
+    """`tcpvar plot fct`: each class's completion times, as tshark's, at
+    their start on the run's axis."""
+    tmp, run = short_run
+    recs = _records(run)
+    truth = _tshark_fcts(Path(run["dir"]) / "sender.pcap", {r["sport"]: r["bytes"] for r in recs})
+    res = tcpvar_main("plot", "fct", f"run:{run['run_id']}", "--db", tmp / "t.duckdb", "--json",
+                      "-q", "-o", tmp / "fct.png")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    for c in doc["classes"]:
+        want = sorted(truth[r["sport"]] for r in recs if r["bytes"] == c["bytes"])
+        assert sorted(ms for _, ms in c["fct"]) == pytest.approx(want, abs=1e-6)
+        assert all(0 <= t <= 8 for t, _ in c["fct"]) and c["unfinished"] == []
+    assert {c["bytes"] for c in doc["classes"]} == set(CLASSES)
+    assert (Path(run["dir"]) / "figures" / "fct.png").exists()

@@ -25,7 +25,7 @@ def draw(doc: dict):
                 "rto": kernel.draw_rto, "throughput": rates.draw_throughput,
                 "fairness": rates.draw_fairness, "ngwa": windows.draw_ngwa,
                 "window": windows.draw_window, "scatter": scatter.draw_scatter,
-                "latency": rates.draw_latency, "queue": rates.draw_queue,
+                "latency": rates.draw_latency, "queue": rates.draw_queue, "fct": rates.draw_fct,
                 "cdf": spread.draw_cdf, "box": spread.draw_box}
     fig = painters[doc["kind"]](doc)
     _literal(fig)

@@ -58,6 +58,25 @@ def draw_queue(doc: dict):
     return fig
 
 
+def draw_fct(doc: dict):
+    """Each short flow's completion time at its start, a colour per size
+    class; a log axis, as sizes and queues spread them over decades."""
+    from ..runs import size_text
+
+    def paint(ax):
+        for i, c in enumerate(doc["classes"]):
+            ax.plot([t for t, _ in c["fct"]], [ms for _, ms in c["fct"]], linestyle="none",
+                    marker="o", markersize=3, color=color(i),
+                    label=f"{size_text(c['bytes'])} ({len(c['fct'])} complete)")
+            if c["unfinished"]:
+                ax.plot(c["unfinished"], [0.02] * len(c["unfinished"]), linestyle="none",
+                        marker="x", color=color(i), transform=ax.get_xaxis_transform(),
+                        label=f"{size_text(c['bytes'])}: did not complete")
+        ax.set_yscale("log")
+    return one_panel(doc, "Short flows' completion times",
+                     "completion time (ms)\nSYN to the ACK of the last byte", paint)
+
+
 def draw_latency(doc: dict):
     """Throughput above, the latency probe's round trips below, one time
     axis: what the flows did to an interactive application's delay."""
