@@ -404,7 +404,7 @@ class Run:
                                              clients[f].returncode, f in ended)
             if entry["outcome"] == "failed":
                 err = (self.work / layout.iperf_log(f)).read_text(errors="replace").strip()
-                raise TestbedError(f"iperf3 flow {f} failed: {err[:200] or 'see its JSON'}")
+                raise TestbedError(f"flow {f} failed: {err[:200] or 'see its JSON'}")
 
     def _start_latency(self) -> subprocess.Popen | None:
         """The latency probe (--latency) from the first flow's sender to its
@@ -428,9 +428,10 @@ class Run:
             self.procs.stop(proc, sig=signal.SIGINT, grace_s=KILL_AFTER_S)
         self.manifest["latency"] = {"tool": self.params.latency, "exit": proc.returncode}
 
-    def _start_short(self, t0_ns: int) -> tuple[subprocess.Popen, float] | None:
+    def _start_short(self, t0_ns: int) -> tuple[subprocess.Popen, float, int] | None:
         """The short flows' client (--short) in s1, its arrivals counted from
-        the flows' start @t0_ns; with the time it must have ended by."""
+        the flows' start @t0_ns; with the time it must have ended by and its
+        transfers."""
         p = self.params
         if not p.short:
             return None
@@ -443,18 +444,17 @@ class Run:
                                     t0_ns + int(deadline_s * 1e9),
                                     self.work / layout.SHORT_PLAN, self.work / layout.SHORT,
                                     self.work / layout.SHORT_LOG)
-        return proc, time.monotonic() + deadline_s
+        return proc, time.monotonic() + deadline_s, len(arrivals)
 
-    def _end_short(self, short: tuple[subprocess.Popen, float]) -> None:
+    def _end_short(self, short: tuple[subprocess.Popen, float, int]) -> None:
         """The short flows' client ends by itself once every transfer has
         ended, or at its deadline, when it cuts those still running."""
-        proc, deadline = short
+        proc, deadline, transfers = short
         try:
             proc.wait(timeout=max(0.0, deadline - time.monotonic()) + KILL_AFTER_S)
         except subprocess.TimeoutExpired:
             self.procs.stop(proc, sig=signal.SIGINT, grace_s=KILL_AFTER_S)
-        self.manifest["short"] = {"transfers": len(json.loads(
-            (self.work / layout.SHORT_PLAN).read_text())), "exit": proc.returncode}
+        self.manifest["short"] = {"transfers": transfers, "exit": proc.returncode}
 
     def _start_client(self, fe: FlowEndpoints) -> subprocess.Popen:
         f, seconds = fe.flow.flow, max(1, round(fe.flow.duration_s))

@@ -1,14 +1,16 @@
-"""Short flows beside the long ones (`--short RATE:SIZE`): transfers of SIZE
-bytes arriving as a Poisson process of RATE a second, each a new TCP
-connection from the first flow's sender to its receiver, through the
-bottleneck. iperf3 cannot carry them: a client of `-n` bytes ends its test
-when its last byte is written, and its server resets the connection with
-the rest unread, so this module is both ends.
+"""Finite transfers, both ends: the short flows beside the long ones
+(`--short RATE:SIZE`: transfers of SIZE bytes arriving as a Poisson
+process of RATE a second, each a new TCP connection from the first flow's
+sender to its receiver, through the bottleneck) and the finite flows
+(`--size`: one transfer on the flow's own hosts and ports). iperf3
+cannot carry them: a client of `-n` bytes ends its test when its last
+byte is written, and its server resets the connection with the rest
+unread.
 
 The client connects, sends its bytes, shuts its side down and waits for the
 server's close, which comes once the server has read every byte: the
 transfer is then complete. It writes a line of JSON per transfer as it
-ends (short.jsonl). The flow completion time the store keeps is the
+ends (short.jsonl, flow-N.jsonl). The flow completion time the store keeps is the
 capture's (SYN to the ACK of the last byte, analyzers/shortflows.py); the
 client's own clock (connect() to the server's close) is kept beside it.
 
