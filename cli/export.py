@@ -17,7 +17,8 @@ from .options import db_option
 def export(out, studies, run_ids, db_path):
     """Write the store's tables to DIR as Parquet (zstd), Hive-partitioned:
     runs by study, a run's tables (flows, qdisc_stats, iperf_intervals,
-    probe_events, fidelity, hops) by run_id, a capture's tables (captures, packets,
+    probe_events, fidelity, hops, latency, queue_delays, backlog_samples,
+    short_flows) by run_id, a capture's tables (captures, packets,
     connections, dir_counters, retransmit_events, throughput) by
     capture_id; columns as in docs/schema.md. Without --study or --run, the
     whole store. `tcpvar merge DIR` reads such a folder back into a store.
