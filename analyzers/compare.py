@@ -133,13 +133,15 @@ def _left_out(r: dict, faithful_only: bool) -> bool:
     return r["status"] != "complete" or (faithful_only and r.get("fidelity") == "fail")
 
 
-def compare(con, runs: list[dict], keys: list[str], faithful_only: bool = False) -> dict:
+def compare(con, runs: list[dict], keys: list[str], faithful_only: bool = False,
+            fct_bytes: int | None = None) -> dict:
     """Per group of @keys: n, the runs, those whose fidelity check failed
     (`unfaithful`), and per metric its mean and the half-width of its 95 %
     confidence interval (None with one run). With @faithful_only the
-    unfaithful runs are left out, as incomplete ones are."""
+    unfaithful runs are left out, as incomplete ones are. The fct metrics
+    are of the short flows of @fct_bytes, or of each run's smallest class."""
     done = [r for r in runs if not _left_out(r, faithful_only)]
-    metrics = _metrics(con, [r["run_id"] for r in done])
+    metrics = _metrics(con, [r["run_id"] for r in done], fct_bytes)
     groups: dict[tuple, list[dict]] = {}
     for r in done:
         key = tuple(r[k] if k in RUN_COLUMNS else KEYS[k](r["params"]) for k in keys)
@@ -202,11 +204,11 @@ def _mean_ci95(values: dict[str, list]) -> dict:
             "ci95": {m: s[1] for m, s in stats.items()}}
 
 
-def _metrics(con, run_ids: list[int]) -> dict[int, dict]:
+def _metrics(con, run_ids: list[int], fct_bytes: int | None = None) -> dict[int, dict]:
     """Per run, sql/run_metrics.sql's metrics and its dynamics (dynamics.py)."""
     if not run_ids:
         return {}
-    cur = con.execute(sql("run_metrics"), {"run_ids": run_ids})
+    cur = con.execute(sql("run_metrics"), {"run_ids": run_ids, "fct_bytes": fct_bytes})
     names = [d[0] for d in cur.description]
     out = {r[0]: dict(zip(names, r)) for r in cur.fetchall()}
     for run_id, metrics in out.items():

@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-from tcpvar.artefacts import run_folder as layout
 from tcpvar.errors import TestbedError
 
 from .netns import run

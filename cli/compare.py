@@ -36,6 +36,9 @@ from .options import db_option, json_option
               help="scatter: throughput against the 95th-percentile RTT, a point per run and "
                    "each group's mean with its CI; cdf, box: how --metric spreads across "
                    "each group's runs.")
+@click.option("--fct-size", "fct_size", metavar="SIZE",
+              help="The short flows' class whose completion times the fct metrics give "
+                   "(100kb, 1mb)  [default: each run's smallest]")
 @click.option("--faithful-only", is_flag=True,
               help="Leave out the runs whose fidelity check failed (docs/run.md); without it "
                    "they are counted and flagged.")
@@ -44,7 +47,7 @@ from .options import db_option, json_option
               help="Print CSV, one row per group (per pair of groups with --test).")
 @click.option("--markdown", "fmt", flag_value="markdown", help="Print a Markdown table.")
 def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, plot_kind,
-            faithful_only, fmt):
+            fct_size, faithful_only, fmt):
     """Group complete runs by parameters and give, per group, the number of
     runs and the mean and 95 % confidence interval (Student's t) of
     throughput, goodput, iperf3's rate, retransmitted packets, RTT, Jain's
@@ -67,6 +70,7 @@ def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, plot
     from tcpvar.analyzers.compare import check_layout, parse_keys, select_runs
     from tcpvar.analyzers.compare import compare as group_runs
     from tcpvar.analyzers.significance import pairwise
+    from tcpvar.capture.units import parse_size
     from tcpvar.report import compare as render
     from tcpvar.report import figures, tabular, terminal
     from tcpvar.store import Store
@@ -78,7 +82,7 @@ def compare(studies, run_ids, by, db_path, layout, metric, test, plot_path, plot
     Store(db_path, read_only=True).close()      # no such store: say so, create none
     with Store(db_path) as store:               # older stores get the study columns
         doc = group_runs(store.con, select_runs(store.con, list(studies), list(run_ids)), keys,
-                         faithful_only)
+                         faithful_only, parse_size(fct_size, "--fct-size") if fct_size else None)
     if test:
         doc["tests"] = pairwise(doc["groups"], metric)
     title = f"{', '.join(studies) or 'runs'} by {', '.join(keys)}"

@@ -21,8 +21,8 @@ from .capture import ScanOptions, ingest
 from .iperf import flow_summary, interval_rows, read_report
 from .latency import insert_latency, read_latency
 from .reader import check_storable
-from .shortflows import insert_short, read_finite, read_short
 from .run_row import insert_run, new_run_id
+from .shortflows import insert_short, read_finite, read_short
 
 
 def stored_run(con, run_dir: Path) -> int | None:

@@ -12,9 +12,9 @@ import duckdb
 
 from tcpvar.analyzers import fidelity
 from tcpvar.analyzers.queueing import build_queue_delays
-from tcpvar.analyzers.shortflows import build_fct
 from tcpvar.analyzers.runs import run_summary
 from tcpvar.analyzers.series import build_run_series
+from tcpvar.analyzers.shortflows import build_fct
 from tcpvar.artefacts.run_folder import REPORT, read_manifest
 from tcpvar.capture import probe
 from tcpvar.errors import InputError, StoreError, TcpvarError

@@ -8,8 +8,8 @@ from pathlib import Path
 from tcpvar.analyzers.compare import KEYS, METRICS, parse_keys, select_runs
 from tcpvar.analyzers.compare import compare as group_runs
 from tcpvar.analyzers.connections import capture_info, connections
-from tcpvar.analyzers.significance import pairwise
 from tcpvar.analyzers.runs import run_summary
+from tcpvar.analyzers.significance import pairwise
 from tcpvar.artefacts.run_folder import FIGURES, read_manifest
 from tcpvar.errors import InputError, UsageError
 from tcpvar.pipelines.plot import PlotOptions, figure, subject

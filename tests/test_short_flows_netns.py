@@ -122,6 +122,12 @@ def test_summary_percentiles_per_class(short_run):
     (group,) = json.loads(res.stdout)["groups"]
     mice = [truth[r["sport"]] for r in recs if r["bytes"] == min(CLASSES)]
     assert group["mean"]["fct_p95_ms"] == pytest.approx(_quantile(mice, 0.95), abs=1e-6)
+    res = tcpvar_main("compare", "--db", tmp / "t.duckdb", "--run", run["run_id"], "--json",
+                      "--fct-size", "500kb")
+    assert res.returncode == 0, res.stderr
+    (group,) = json.loads(res.stdout)["groups"]
+    large = [truth[r["sport"]] for r in recs if r["bytes"] == 500_000]
+    assert group["mean"]["fct_p50_ms"] == pytest.approx(_quantile(large, 0.5), abs=1e-6)
 
 
 def test_the_summary_prints_each_class(short_run):

@@ -28,9 +28,9 @@
 -- the 50th, 95th and 99th percentiles of the queueing delay of the
 -- flows' data packets at the bottleneck (queue_delays); with short flows
 -- (--short), the 50th, 95th and 99th percentiles of the completion times
--- of the smallest class's completed transfers (the mice; the summary gives
--- every class).
--- Parameter: $run_ids (INTEGER[]).
+-- of one size class's completed transfers: $fct_bytes (BIGINT), or when
+-- NULL the run's smallest class (the mice; the summary gives every class).
+-- Parameters: $run_ids (INTEGER[]), $fct_bytes.
 WITH per_flow AS (
     -- forward: the flow shares the forward bottleneck (runs before
     -- --reverse have no direction); first_hop: and its first hop, in a
@@ -86,7 +86,7 @@ WITH per_flow AS (
     WHERE list_contains($run_ids::INTEGER[], run_id)
     GROUP BY run_id
 ), mice AS (
-    SELECT run_id, min(bytes) AS bytes
+    SELECT run_id, coalesce($fct_bytes::BIGINT, min(bytes)) AS bytes
     FROM short_flows
     WHERE list_contains($run_ids::INTEGER[], run_id)
     GROUP BY run_id
