@@ -103,8 +103,8 @@ HEADLINE = ("iperf3_mbps", "jain", "rtt_p95_ms", "queue_delay_p95_ms", "latency_
 
 
 def study_part(store, name: str, by: str | None, metrics: list[str]) -> dict:
-    """A study's section: its runs grouped by @by (default: the keys whose
-    values differ between its runs), the comparison table's data, the tests
+    """A study's section: its runs grouped by @by (default: the fewest keys
+    that tell its cells apart), the comparison table's data, the tests
     of every pair of groups on each of @metrics (default: HEADLINE's that
     some group has) and a box plot of each across the runs."""
     for m in metrics:
@@ -123,12 +123,19 @@ def study_part(store, name: str, by: str | None, metrics: list[str]) -> dict:
              "groups": len(doc["groups"]),
              "backends": ", ".join(sorted({r["backend"] or "?" for r in runs})),
              "kernels": ", ".join(sorted({r["kernel"] or "?" for r in runs}))}
-    listing = [[r["run_id"], r["name"], *(KEYS[k](r["params"]) if k in KEYS else r[k]
-                                          for k in keys), r["status"], r["fidelity"] or "—"]
-               for r in runs]
+    listing = [[r["run_id"], r["name"], *(_key(r, k) for k in keys), r["status"],
+                r["fidelity"] or "—"] for r in runs]
     return {"kind": "study", "name": name, "facts": facts, "compare": doc, "tests": tests,
             "figures": figures, "runs": (["run", "folder", *keys, "status", "fidelity"],
                                          listing)}
+
+
+def _key(run: dict, key: str):
+    """A run's value of a grouping key (its params may be missing: a run
+    stored before it wrote them)."""
+    if key not in KEYS:
+        return run[key]
+    return KEYS[key](run["params"]) if run["params"] else None
 
 
 # keys whose values follow from others' when not given (a mode sets the
