@@ -94,6 +94,8 @@ def test_a_runs_dynamics_from_tsharks_bins(run):
                    if b >= step_t - 1e-9 and total[b] >= 0.9 * new_rate), None)
     got = run["dynamics"]
     assert got["oscillation_cov"] == pytest.approx(want_cov, rel=1e-6)
-    assert joined is not None and refill is not None
-    assert got["convergence_s"] == pytest.approx(joined, abs=1e-6)
-    assert got["refill_s"] == pytest.approx(refill, abs=1e-6)
+    # a run may end before flow 2 comes within 10 % of its share (one CI
+    # run of two did): then tshark's bins and tcpvar both say None
+    assert (joined, refill) != (None, None)
+    for key, want in (("convergence_s", joined), ("refill_s", refill)):
+        assert got[key] == (None if want is None else pytest.approx(want, abs=1e-6)), key
