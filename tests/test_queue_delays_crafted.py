@@ -129,3 +129,29 @@ def test_the_summary_and_the_figure_agree(crafted):
     q = run["queue_delay"]
     assert q["packets"] == len(want) and q["max_ms"] == pytest.approx(max(want) / 1e3)
     assert q["p50_ms"] == pytest.approx((want[2] + want[3]) / 2 / 1e3)     # six: between 3rd, 4th
+
+
+@pytest.mark.parametrize("line", ['{"id": 1, "planned_s": 0, "bytes": 10, "sent": 10, '
+                                  '"outcome": "complete\\u001b[2J"}',
+                                  '{"id": 99999999999, "planned_s": 0, "bytes": 10, "sent": 10, '
+                                  '"outcome": "complete"}',
+                                  '{"id": 1, "planned_s": 1e400, "bytes": 10, "sent": 10, '
+                                  '"outcome": "cut"}', "[1, 2]\n{}"])
+def test_a_hostile_short_flow_record_is_one_line(crafted, tmp_path, line):
+    """A short.jsonl no client wrote: one line naming the file (its escape
+    shown as text), exit 3, and nothing of the folder stored."""
+    import shutil
+
+    folder = tmp_path / next(crafted.glob("2026*")).name
+    shutil.copytree(next(crafted.glob("2026*")), folder)
+    (folder / "short.jsonl").write_text(line + "\n")
+    store = tmp_path / "t.duckdb"
+    shutil.copy(crafted / "t.duckdb", store)
+    res = tcpvar_main("load", folder, "--db", store, "-q")
+    assert res.returncode == 3, res.stderr
+    (msg,) = res.stderr.strip().splitlines()
+    assert "short.jsonl" in msg and "\x1b" not in msg
+    con = duckdb.connect(str(store), read_only=True)
+    assert con.execute("SELECT count(*) FROM runs").fetchone() == (1,)      # the crafted one
+    assert con.execute("SELECT count(*) FROM short_flows").fetchone() == (0,)
+    con.close()
