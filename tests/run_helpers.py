@@ -114,5 +114,23 @@ def netem_delays(run_dir: Path) -> dict[tuple[str, str], float]:
             if q["kind"] == "netem"}
 
 
+def socket_retransmissions(con, run: dict, flow: dict) -> int:
+    """The retransmissions of @flow's sending socket: tcp_probe's last
+    total_retrans, plus what tshark sees it retransmit after that event. The
+    tracepoint fires on an ACK before the ACK is processed, so the
+    retransmissions that ACK triggers, or any after the last ACK (a flow the
+    receiver reset), never show in tcp_probe."""
+    from tshark_truth import count
+    sport = int(flow["src"].rsplit(":", 1)[1])
+    final, last_ns = con.execute("SELECT max(total_retrans), max(ts_ns) FROM probe_events "
+                                 "WHERE run_id = ? AND flow = ? AND sport = ?",
+                                 [run["run_id"], flow["flow"], sport]).fetchone()
+    secs, ns = divmod(last_ns, 10**9)
+    later = count(Path(run["dir"]) / "sender.pcap",
+                  f"tcp.srcport == {sport} && tcp.analysis.retransmission "
+                  f"&& frame.time_epoch > {secs}.{ns:09d}")
+    return final + later
+
+
 def close(a: float, b: float, rel: float) -> bool:
     return abs(a - b) <= rel * max(abs(a), abs(b))

@@ -12,7 +12,7 @@ import pytest
 
 from tshark_truth import count
 
-from run_helpers import close, queues, tcpvar_run
+from run_helpers import close, queues, socket_retransmissions, tcpvar_run
 
 BW, BW_REVERSE = 10e6, 5e6
 
@@ -74,17 +74,15 @@ def test_each_bottleneck_sent_what_its_capture_holds(reverse_run):
 
 def test_every_flow_is_captured_once_at_its_sender(reverse_run):
     """Merged, the sender capture holds each flow once: its retransmissions
-    are its socket's (tcp_probe's final total_retrans), as in a forward-only
-    run; a flow seen twice would have every segment counted again."""
+    are its socket's (tcp_probe's, and tshark's after tcp_probe's last
+    event), as in a forward-only run; a flow seen twice would have every
+    segment counted again."""
     tmp, run = reverse_run
     import duckdb
     con = duckdb.connect(str(tmp / "t.duckdb"), read_only=True)
     for f in run["flows"]:
-        (final,) = con.execute("SELECT max(total_retrans) FROM probe_events WHERE run_id = ? "
-                               "AND flow = ? AND sport = ?",
-                               [run["run_id"], f["flow"], int(f["src"].split(":")[1])]
-                               ).fetchone()
-        assert f["retransmitted_packets"] == final > 0, (f, final)
+        truth = socket_retransmissions(con, run, f)
+        assert f["retransmitted_packets"] == truth > 0, (f, truth)
 
 
 def test_each_bottleneck_is_checked_at_its_own_rate(reverse_run):

@@ -22,6 +22,7 @@ from run_helpers import (
     close,
     interrupted_run,
     namespaces,
+    socket_retransmissions,
     tcpvar_run,
 )
 
@@ -60,15 +61,12 @@ def test_iperf3_and_pcap_agree(two_flows):
     for f in run["flows"]:
         tp = f["throughput_bps"]
         assert close(tp["iperf3"], tp["pcap"], 0.05), tp
-        # the sender-side capture sees every retransmission of the socket: as
-        # many as its final total_retrans (tcp_probe); iperf3 reads TCP_INFO
-        # when its test ends, before the last segments are acknowledged
-        (final,) = con.execute("SELECT max(total_retrans) FROM probe_events WHERE run_id = ? "
-                               "AND flow = ? AND sport = ?",
-                               [run["run_id"], f["flow"], int(f["src"].split(":")[1])]
-                               ).fetchone()
-        assert f["retransmitted_packets"] == final, (f, final)
-        assert f["retransmits_iperf3"] <= final
+        # the sender-side capture sees every retransmission of the socket;
+        # iperf3 reads TCP_INFO when its test ends, before the last segments
+        # are acknowledged
+        truth = socket_retransmissions(con, run, f)
+        assert f["retransmitted_packets"] == truth, (f, truth)
+        assert f["retransmits_iperf3"] <= truth
     assert close(run["jain"]["iperf3"], run["jain"]["pcap"], 0.02)
 
 
