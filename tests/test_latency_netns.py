@@ -144,7 +144,7 @@ def test_latency_figure_draws_irtts_round_trips(runs):
     tmp, r = runs
     run = r["irtt"]
     res = tcpvar_main("plot", "latency", f"run:{run['run_id']}", "--db", tmp / "t.duckdb",
-                      "--json")
+                      "--json", cwd=tmp)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     trips = json.loads((Path(run["dir"]) / "latency-irtt.json").read_text())["round_trips"]

@@ -106,7 +106,8 @@ def test_summary_compare_and_figure(run, truth):
     res = tcpvar_main("compare", "--db", tmp / "t.duckdb", "--by", "cc", "--json")
     (g,) = json.loads(res.stdout)["groups"]
     assert g["mean"]["queue_delay_p95_ms"] == pytest.approx(q[94], abs=1e-6)
-    res = tcpvar_main("plot", "queue", f"run:{r['run_id']}", "--db", tmp / "t.duckdb", "--json")
+    res = tcpvar_main("plot", "queue", f"run:{r['run_id']}", "--db", tmp / "t.duckdb", "--json",
+                      cwd=tmp)
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     shown = sorted(d for f in doc["senders"] for _, d in f["delay"])
