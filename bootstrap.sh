@@ -31,11 +31,14 @@ $SUDO apt-get install -y -q --no-install-recommends \
 
 # kernel-patches/: Debian's kernel source at the pinned version (another
 # version would not take the series), what building a kernel with BTF needs
-# (pahole is in dwarves), and a deb-src entry (mirroring the deb one) for
-# `apt-get source iproute2`, whose tc gets the ngwa qdisc
+# (pahole is in dwarves), what check.sh runs as netdev's bots do (sparse;
+# python3-ply and python3-git for checkpatch's spdxcheck.py), and a deb-src
+# entry (mirroring the deb one) for `apt-get source iproute2`, whose tc gets
+# the ngwa qdisc
 KSRC="linux-source-6.1=$(cat kernel-patches/VERSION)"
 $SUDO apt-get install -y -q --no-install-recommends \
-	git bc bison flex cpio dwarves libssl-dev pkg-config dpkg-dev libmnl-dev xz-utils
+	git bc bison flex cpio dwarves libssl-dev pkg-config dpkg-dev libmnl-dev xz-utils \
+	sparse python3-ply python3-git
 if ! $SUDO apt-get install -y -q --no-install-recommends "$KSRC"; then
 	echo "bootstrap: $KSRC is not in apt's lists: tcpvar kernel build (--ngwa, --wbrto)" \
 		"will not work; everything else will" >&2
