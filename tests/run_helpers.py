@@ -2,6 +2,7 @@
 left (and not left) behind."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import signal
@@ -114,22 +115,23 @@ def netem_delays(run_dir: Path) -> dict[tuple[str, str], float]:
             if q["kind"] == "netem"}
 
 
-def socket_retransmissions(con, run: dict, flow: dict) -> int:
-    """The retransmissions of @flow's sending socket: tcp_probe's last
-    total_retrans, plus what tshark sees it retransmit after that event. The
-    tracepoint fires on an ACK before the ACK is processed, so the
-    retransmissions that ACK triggers, or any after the last ACK (a flow the
-    receiver reset), never show in tcp_probe."""
+def socket_retransmissions(run_dir: Path, sport: int) -> int:
+    """The retransmissions of the socket sending from @sport, from the run
+    folder: tcp_probe's last total_retrans, plus what tshark sees it
+    retransmit in sender.pcap after that event. The tracepoint fires on an
+    ACK before the ACK is processed, so the retransmissions that ACK
+    triggers, or any after the last ACK (a flow the receiver reset, a
+    sender already closing), never show in tcp_probe."""
     from tshark_truth import count
-    sport = int(flow["src"].rsplit(":", 1)[1])
-    final, last_ns = con.execute("SELECT max(total_retrans), max(ts_ns) FROM probe_events "
-                                 "WHERE run_id = ? AND flow = ? AND sport = ?",
-                                 [run["run_id"], flow["flow"], sport]).fetchone()
+    with open(run_dir / "tcp_probe.csv") as f:
+        events = [(int(r["ts_ns"]), int(r["total_retrans"])) for r in csv.DictReader(f)
+                  if int(r["sport"]) == sport]
+    last_ns = max(t for t, _ in events)
     secs, ns = divmod(last_ns, 10**9)
-    later = count(Path(run["dir"]) / "sender.pcap",
+    later = count(run_dir / "sender.pcap",
                   f"tcp.srcport == {sport} && tcp.analysis.retransmission "
                   f"&& frame.time_epoch > {secs}.{ns:09d}")
-    return final + later
+    return max(n for _, n in events) + later
 
 
 def close(a: float, b: float, rel: float) -> bool:

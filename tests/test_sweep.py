@@ -1,8 +1,9 @@
 """`tcpvar sweep` and `tcpvar compare`: a small study in the micro-VM (2
 variants x 2 RTTs x 2 repeats of short runs), checked against the run
 folders' own artefacts (iperf3's JSON, the kernel's total_retrans in the
-tcp_probe record) and Student's t from the printed table; and the study's
-definition (options, files, bad input) without running it."""
+tcp_probe record and tshark's reading of what came after it) and Student's
+t from the printed table; and the study's definition (options, files, bad
+input) without running it."""
 from __future__ import annotations
 
 import csv
@@ -20,6 +21,7 @@ import duckdb
 import pytest
 
 from conftest import tcpvar_main, tcpvar_process
+from run_helpers import socket_retransmissions
 
 GRID = ("--name", "grid", "--cc", "cubic,reno", "--rtt", "20,40", "--repeat", 2,
         "--duration", 3, "--bw", "10mbit", "--backend", "vm")
@@ -36,14 +38,12 @@ def study(tmp_path_factory):
 
 def _folder_truth(run_dir: Path) -> dict:
     """What the run folder itself says: iperf3's rate (as its receiver
-    counted the bytes), and the final total_retrans of the sending socket as
-    tcp_probe recorded it."""
+    counted the bytes), and the retransmissions of the sending socket
+    (tcp_probe's final total_retrans and tshark's after it)."""
     m = json.loads((run_dir / "manifest.json").read_text())
     (flow,) = m["flows"]
     iperf = json.loads((run_dir / "iperf-1.json").read_text())
-    with open(run_dir / "tcp_probe.csv") as f:
-        retrans = max(int(r["total_retrans"]) for r in csv.DictReader(f)
-                      if int(r["sport"]) == flow["src_port"])
+    retrans = socket_retransmissions(run_dir, flow["src_port"])
     return {"cc": flow["cc"], "rtt": m["params"]["rtt_ms"],
             "iperf3_mbps": iperf["end"]["sum_received"]["bits_per_second"] / 1e6,
             "retransmissions": retrans}
