@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import tshark_truth
 from tshark_truth import count, fields
 
 from run_helpers import close, queues, tcpvar_run
@@ -60,7 +61,13 @@ def test_each_hop_has_the_queue_asked_for(parking_lot):
 def test_the_flows_are_the_parking_lots(parking_lot):
     """Flow 1 crosses every hop; flows 2-4 are the cross flows of hops 1-3,
     each seen in its own hop's capture only; the flow through every hop
-    carries less than each cross flow, which shares one queue with it."""
+    carries less than each cross flow, which shares one queue with it.
+    Each flow's capture rate is what tshark sees it send once over its
+    first to last data segment. iperf3 counts what arrived: within 5 % for
+    the cross flows, but flow 1 can be starved to a few percent of the
+    link, and then the segments still in flight when its test ends are
+    more than 5 % of its bytes (282 against 298 kbit/s in one CI run), so
+    for it only what arrived is at most what was sent."""
     _, run = parking_lot
     run_dir = Path(run["dir"])
     main, *cross = run["flows"]
@@ -69,9 +76,17 @@ def test_the_flows_are_the_parking_lots(parking_lot):
         assert data_senders(run_dir / f"hop{k}.pcap") == {host(main["src"]), host(f["src"])}
     for f in cross:
         assert main["throughput_bps"]["iperf3"] < f["throughput_bps"]["iperf3"] <= BW
-    for f in run["flows"]:
         tp = f["throughput_bps"]
         assert close(tp["iperf3"], tp["pcap"], 0.05), tp
+    cap = tshark_truth.read(run_dir / "sender.pcap")
+    for f in run["flows"]:
+        segs = cap.segments[(host(f["src"]), port(f["src"]))]
+        sent = tshark_truth.sent_once(segs)
+        span = cap.data_s((host(f["src"]), port(f["src"])))
+        assert f["throughput_bps"]["pcap"] == pytest.approx(8 * sent / span, rel=1e-6), f
+    report = json.loads((run_dir / "iperf-1.json").read_text())
+    assert report["end"]["sum_received"]["bytes"] <= tshark_truth.sent_once(
+        cap.segments[(host(main["src"]), port(main["src"]))])
 
 
 def test_each_hop_sent_and_dropped_what_its_captures_show(parking_lot):
