@@ -139,6 +139,6 @@ def garbage_frame(rng: random.Random, dst_mac: bytes, src_mac: bytes, src: str,
 
 
 def syn(src: str, dst: str, sport: int, dport: int, seq: int, mac: tuple[bytes, bytes],
-        flags: int = 0x02) -> bytes:
+        flags: int = 0x02, data: bytes = b"") -> bytes:
     return ether(mac[0], mac[1], ipv4(src, dst, tcp_checksummed(
-        src, dst, tcp(sport, dport, seq, 0 if flags == 0x02 else 1, flags))))
+        src, dst, tcp(sport, dport, seq, 0 if flags == 0x02 else 1, flags, data))))

@@ -108,14 +108,18 @@ ROUTES6 = {"snd": ["route add ::/0 via fd00:1::254"], "rcv": ["route add ::/0 vi
 
 
 def testbed(rate="10mbit", delay_ms=10, r1_limit=60000, r2_limit=45000, r1_qdisc="ngwa",
-            r1_args="nofd", r2_ngwa=True, offloads=False, ipv6=False):
+            r1_args="nofd", r2_ngwa=True, offloads=False, ipv6=False, shaper="tbf",
+            r2_stab="", narrow_mtu=0):
     """snd (10.0.1.1) -> r1 -> r2 -> rcv (10.0.3.1). r1's egress to r2 is the
-    bottleneck: TBF at @rate with a child queue (@r1_qdisc, ngwa with
-    @r1_args, or bfifo) of @r1_limit bytes; r2's egress to rcv has an ngwa
-    queue of @r2_limit bytes (at the same rate, so it rarely fills). netem
-    delays the ACKs by @delay_ms on rcv's egress. r2 drops 10.0.4.0/24 (a
-    sink for spoofed traffic). Offloads are off unless @offloads (then GRO
-    is on at every hop too); @ipv6 adds fd00:N::/64 addresses and routes."""
+    bottleneck: TBF (burst 3000 bytes) or HTB (@shaper) at @rate with a
+    child queue (@r1_qdisc, ngwa with @r1_args, or bfifo) of @r1_limit
+    bytes; r2's egress to rcv has an ngwa queue of @r2_limit bytes (at the
+    same rate, so it rarely fills), with the size table @r2_stab (tc's
+    words) if given. netem delays the ACKs by @delay_ms on rcv's egress. r2
+    drops 10.0.4.0/24 (a sink for spoofed traffic). Offloads are off unless
+    @offloads (then GRO is on at every hop too); @ipv6 adds fd00:N::/64
+    addresses and routes; @narrow_mtu, the MTU of r2's egress to rcv
+    (a narrower hop after the bottleneck)."""
     teardown()
     batch(["ip"], [f"netns add {n}" for n in NAMESPACES] +
           [f"link add {ai} netns {a} type veth peer name {bi} netns {b}"
@@ -129,6 +133,8 @@ def testbed(rate="10mbit", delay_ms=10, r1_limit=60000, r2_limit=45000, r1_qdisc
             if ipv6:
                 ip[n].append(f"addr add fd00:{net}::{addr.split('.')[-1]}/64 dev {dev} nodad")
             shell[n].append(f"ethtool -K {dev} {feats} >/dev/null 2>&1 || true")
+    if narrow_mtu:
+        ip["r2"].append(f"link set eth1 mtu {narrow_mtu}")
     for n in NAMESPACES:
         batch(["ip", "-n", n], ip[n] + ROUTES[n] + (ROUTES6[n] if ipv6 else []))
     for r in ("r1", "r2"):
@@ -136,12 +142,15 @@ def testbed(rate="10mbit", delay_ms=10, r1_limit=60000, r2_limit=45000, r1_qdisc
                      "sysctl -qw net.ipv6.conf.all.forwarding=1"]
     for n in NAMESPACES:
         ns(n, "sh", "-ec", "\n".join(shell[n]))
-    r1 = [f"qdisc add dev eth1 root handle 1: tbf rate {rate} burst 3000 limit 3000",
-          f"qdisc add dev eth1 parent 1:1 handle 10: {r1_qdisc} limit {r1_limit} "
-          f"{r1_args if r1_qdisc == 'ngwa' else ''}"]
+    r1 = ([f"qdisc add dev eth1 root handle 1: tbf rate {rate} burst 3000 limit 3000"]
+          if shaper == "tbf" else
+          ["qdisc add dev eth1 root handle 1: htb default 1",
+           f"class add dev eth1 parent 1: classid 1:1 htb rate {rate}"])
+    r1.append(f"qdisc add dev eth1 parent 1:1 handle 10: {r1_qdisc} limit {r1_limit} "
+              f"{r1_args if r1_qdisc == 'ngwa' else ''}")
     batch([TC, "-n", "r1"], r1)
     if r2_ngwa:
-        batch([TC, "-n", "r2"], [f"qdisc add dev eth1 root ngwa limit {r2_limit}"])
+        batch([TC, "-n", "r2"], [f"qdisc add dev eth1 root {r2_stab} ngwa limit {r2_limit}"])
     batch([TC, "-n", "rcv"], [f"qdisc add dev eth0 root netem delay {delay_ms}ms"])
 
 
@@ -172,11 +181,12 @@ def ngwa_mode(mode: int, who=("snd", "rcv")) -> bool:
 class Capture:
     """tcpdump of one interface of one namespace (headers only)."""
 
-    def __init__(self, name, iface, path, filt="tcp", snaplen=128):
+    def __init__(self, name, iface, path, filt="tcp", snaplen=128, out_only=False):
         self.path = path
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", name, "tcpdump", "-i", iface, "-s", str(snaplen), "-U",
-             "--immediate-mode", "-n", "-B", "8192", "-w", str(path), filt],
+             *(["-Q", "out"] if out_only else []),
+             "--immediate-mode", "-n", "-B", "8192", "-w", str(path), *([filt] if filt else [])],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE)
         line = self.proc.stderr.readline()     # "listening on" once it captures
@@ -186,10 +196,13 @@ class Capture:
     def stop(self) -> str:
         # tcpdump drops what it has not read yet when signalled, and under a
         # debug kernel it can lag the traffic by seconds: wait until its file
-        # (written packet by packet, -U) stops growing
-        size, end = -1, time.monotonic() + 60
-        while time.monotonic() < end and size != self.path.stat().st_size:
-            size = self.path.stat().st_size
+        # (written packet by packet, -U) has not grown for 2 s: with half a
+        # second as the test, one run's capture ended 18 s before its flow
+        size, still, end = -1, 0, time.monotonic() + 120
+        while time.monotonic() < end and still < 4:
+            now = self.path.stat().st_size
+            still = still + 1 if now == size else 0
+            size = now
             time.sleep(0.5)
         self.proc.send_signal(signal.SIGINT)
         _, err = self.proc.communicate(timeout=60)
@@ -275,6 +288,10 @@ class TcSampler:
         self.tc.stdin.close()
         self.tc.wait(timeout=30)
         return self.samples
+
+
+def tc_json(name, dev) -> list[dict]:
+    return json.loads(sh(TC, "-n", name, "-s", "-j", "qdisc", "show", "dev", dev))
 
 
 def ngwa_of(qdiscs: list[dict]) -> dict:
@@ -401,6 +418,51 @@ def pump(seconds: float, dst="10.0.3.1", port=PORT, stop: threading.Event | None
             c.sendall(buf)
     except OSError:
         pass                              # its path went down, or @stop, on purpose
+    c.close()
+
+
+def send_until(c: socket.socket, stop: threading.Event) -> None:
+    """Send on @c as fast as it can until @stop."""
+    in_thread(_shut_on, stop, c)
+    try:
+        while not stop.is_set():
+            c.sendall(b"\0" * (1 << 16))
+    except OSError:
+        pass                              # @stop shut it down
+    c.close()
+
+
+def transfer(nbytes: int, timeout: float, port: int, maxseg: int = 0) -> dict:
+    """@nbytes from snd to rcv over one connection (its MSS @maxseg if
+    given), closed once sent: the bytes received within @timeout s."""
+    sink = Sink(1, port)
+    with inside("snd"):
+        c = socket.socket()
+    if maxseg:
+        c.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, maxseg)
+    c.settimeout(timeout)
+    t0 = time.monotonic()
+    try:
+        c.connect(("10.0.3.1", port))
+        c.sendall(b"t" * nbytes)
+    except OSError:
+        pass                              # stalled: the bytes received tell
+    c.close()
+    got = sink.result(timeout=max(1.0, timeout - (time.monotonic() - t0)))[0]
+    return {"sent": nbytes, "received": got, "took_s": round(time.monotonic() - t0, 1)}
+
+
+def sized_sender(sizes, port: int) -> None:
+    """One segment of each of @sizes bytes (NODELAY), each once the one
+    before was acknowledged: the queues are empty when each crosses them."""
+    c = connect("10.0.3.1", port)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for n in sizes:
+        c.sendall(b"s" * n)
+        end = time.monotonic() + 10
+        while _unacked(c) and time.monotonic() < end:
+            time.sleep(0.005)
+        time.sleep(0.05)
     c.close()
 
 
@@ -591,8 +653,8 @@ def hostile_copies(count: int, seed: int) -> dict:
 
 def spoof(count: int, completed: int, seed: int) -> dict:
     """@count SYNs from spoofed sources in 10.0.1.0/24 to 10.0.4.0/24 (r2
-    drops them); the first @completed followed by the segment that completes
-    an opening (ACK, sequence number next to the SYN's)."""
+    drops them); the first @completed followed by a segment of data with the
+    sequence number next to the SYN's (a flow sending data in sequence)."""
     rng, sock = random.Random(seed), packet_socket("snd", "eth0")
     macs = (mac("r1", "eth0"), mac("snd", "eth0"))
     for i in range(count):
@@ -600,9 +662,30 @@ def spoof(count: int, completed: int, seed: int) -> dict:
         sport, dport, seq = rng.randint(1024, 65535), rng.randint(1, 65535), rng.getrandbits(32)
         sock.send(kf.syn(src, dst, sport, dport, seq, macs))
         if i < completed:
-            sock.send(kf.syn(src, dst, sport, dport, seq + 1, macs, flags=0x10))
+            sock.send(kf.syn(src, dst, sport, dport, seq + 1, macs, flags=0x18,
+                             data=b"x"))
     sock.close()
     return {"syns": count, "completed": completed}
+
+
+def flood(seconds: float, seed: int, real: tuple, every: int = 20) -> dict:
+    """Spoofed SYNs from 10.0.1.0/24 to 10.0.4.0/24 (r2 drops them) for
+    @seconds, as fast as this process sends them; every @every-th, one more
+    on the 4-tuple @real (source, port, destination, port) of a real flow."""
+    rng, sock = random.Random(seed), packet_socket("snd", "eth0")
+    macs = (mac("r1", "eth0"), mac("snd", "eth0"))
+    syns = on_real = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sock.send(kf.syn(f"10.0.1.{rng.randint(2, 250)}", f"10.0.4.{rng.randint(1, 254)}",
+                         rng.randint(1024, 65535), rng.randint(1, 65535), rng.getrandbits(32),
+                         macs))
+        syns += 1
+        if syns % every == 0:
+            sock.send(kf.syn(real[0], real[2], real[1], real[3], rng.getrandbits(32), macs))
+            on_real += 1
+    sock.close()
+    return {"syns": syns, "on_real": on_real}
 
 
 # --- cases ----------------------------------------------------------------------
@@ -775,13 +858,93 @@ def case_ngwa():
 
 
 def case_insert():
-    """A sender without NGWA: the router inserts the option (small segments)."""
+    """A sender without NGWA, its segments small: without DF
+    (ip_no_pmtu_disc) the routers insert the option into its data segments;
+    with DF they grow nothing."""
     testbed(r1_limit=60000, r2_limit=200000)
     sysctls("rcv", tcp_ngwa=1)
-    cap = Capture("rcv", "eth0", OUT / "insert_rcv.pcap")
-    doc = iperf(seconds=3, extra=("-M", "1200"))
+    out = {}
+    for label, no_pmtu_disc in (("nodf", 1), ("df", 0)):
+        sysctls("snd", ip_no_pmtu_disc=no_pmtu_disc)
+        r1_queue()
+        cap = Capture("rcv", "eth0", OUT / f"insert_{label}.pcap")
+        doc = iperf(seconds=3, extra=("-M", "1200"))
+        cap.stop()
+        out[label] = {"iperf": iperf_summary(doc), "r1_stats": qdisc_stats("r1", "eth1")}
+    RESULTS["insert"] = out
+    teardown()
+
+
+def case_pmtu():
+    """A hop after the bottleneck narrower than it (r2's egress, MTU 1400),
+    a sender without NGWA, the receiver with it: 2 MB with DF (the sender
+    finds the path MTU), then without DF at an MSS whose segments r1 grows
+    and r2 fragments."""
+    testbed(r1_limit=60000, r2_ngwa=False, narrow_mtu=1400)
+    sysctls("rcv", tcp_ngwa=1)
+    out = {}
+    for i, (label, no_pmtu_disc, maxseg) in enumerate((("df", 0, 0), ("nodf", 1, 1380))):
+        sysctls("snd", ip_no_pmtu_disc=no_pmtu_disc)
+        r1_queue()
+        cap = Capture("rcv", "eth0", OUT / f"pmtu_{label}.pcap", filt="ip")
+        out[label] = transfer(2_000_000, 120, PORT + 10 + i, maxseg)
+        cap.stop()
+        out[label]["r1_stats"] = qdisc_stats("r1", "eth1")
+    RESULTS["pmtu"] = out
+    teardown()
+
+
+def case_gso():
+    """GRO at r1 merges the sender's wire-sized segments (MSS 1440: two of
+    them make a packet of 2988 bytes, within TBF's burst of 3000), which
+    r1's ngwa gives the option (the sender has neither NGWA nor DF); under
+    TBF, then under HTB. r1's egress is captured whole, its ingress too,
+    and its qdiscs' counters read before and after (IPv6 off on r1: nothing
+    but the test's traffic crosses)."""
+    out = {}
+    for shaper in ("tbf", "htb"):
+        testbed(rate="10mbit", offloads=True, shaper=shaper, r2_ngwa=False)
+        ns("r1", "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+           "net.ipv6.conf.eth1.disable_ipv6=1")
+        ns("snd", "ethtool", "-K", "eth0", "tso", "off", "gso", "off")
+        sysctls("snd", ip_no_pmtu_disc=1)
+        sysctls("rcv", tcp_ngwa=1)
+        egress = Capture("r1", "eth1", OUT / f"gso_{shaper}_out.pcap", filt="", snaplen=96,
+                         out_only=True)
+        ingress = Capture("r1", "eth0", OUT / f"gso_{shaper}_in.pcap",
+                          filt="tcp and src host 10.0.1.1", snaplen=96)
+        before = tc_json("r1", "eth1")
+        doc = iperf(seconds=5, extra=("-M", "1440"))
+        time.sleep(2)                       # the queues drain
+        after = tc_json("r1", "eth1")
+        out[shaper] = {"intervals": [i["sum"]["bytes"] for i in doc["intervals"]],
+                       "before": before, "after": after,
+                       "tcpdump": [egress.stop(), ingress.stop()],
+                       "r1_stats": qdisc_stats("r1", "eth1")}
+        teardown()
+    RESULTS["gso"] = out
+
+
+SCALED_SIZES = (1, 10, 100, 300, 536, 1000, 1200, 1440) * 3
+
+
+def case_scaling():
+    """NGWA on the endpoints. Segments of several sizes, one at a time (the
+    queue empty when each leaves r1), captured after r1. Then r2's queue
+    with a size table that makes each packet 1400 bytes shorter than it is
+    (its length below its payload), bulk traffic captured at the receiver."""
+    testbed(r1_limit=60000, r2_limit=45000, r2_stab="stab overhead -1400")
+    ngwa_mode(1)
+    sink = Sink(1, PORT + 2)
+    cap = Capture("r2", "eth0", OUT / "scaling.pcap")
+    sized_sender(SCALED_SIZES, PORT + 2)
+    sink.result(timeout=60)
     cap.stop()
-    RESULTS["insert"] = {"iperf": iperf_summary(doc), "r1_stats": qdisc_stats("r1", "eth1")}
+    cap = Capture("rcv", "eth0", OUT / "stab_rcv.pcap")
+    doc = iperf(seconds=3)
+    cap.stop()
+    RESULTS["scaling"] = {"limit": 60000, "r2_limit": 45000, "sizes": SCALED_SIZES,
+                          "iperf": iperf_summary(doc), "r2_stats": qdisc_stats("r2", "eth1")}
     teardown()
 
 
@@ -947,6 +1110,41 @@ def case_spoof():
     teardown()
 
 
+def case_flood():
+    """Flow division under a SYN flood that outlasts the default timeout
+    (5 s): r1's `ngwa fd flows 256`, spoofed SYNs as fast as this process
+    sends them (about 400 a second under TCG, so its 256 half-open places
+    stay full), and forged SYNs on the 4-tuple of a real flow that sends
+    from before the flood; a second flow opens during it; then r1's queue
+    is replaced while both send (neither's opening crosses the new one)."""
+    testbed(r1_limit=60000, r2_ngwa=False, r1_args="fd flows 256")
+    for n in ("snd", "rcv"):
+        sysctls(n, tcp_ngwa=1, tcp_congestion_control="reno")
+    sinks, stop, sent = [Sink(1, PORT), Sink(1, PORT + 1)], threading.Event(), []
+    sampler = TcSampler("r1", "eth1", period=0.25)
+    first = connect("10.0.3.1", PORT)
+    real = ("10.0.1.1", first.getsockname()[1], "10.0.3.1", PORT)
+    senders = [in_thread(send_until, first, stop)]
+    time.sleep(4)
+    marks = {"flood": time.time()}
+    flooding = in_thread(lambda: sent.append(flood(45, 11, real)))
+    time.sleep(12)
+    marks["second"] = time.time()
+    senders.append(in_thread(send_until, connect("10.0.3.1", PORT + 1), stop))
+    time.sleep(12)
+    r1_queue(args="fd flows 256")
+    marks["replaced"] = time.time()         # once tc returned: seconds under TCG
+    flooding.join(timeout=120)
+    marks["flood_end"] = time.time()
+    stop.set()
+    for t in senders:
+        t.join(timeout=60)
+    got = [s.result(timeout=60)[0] for s in sinks]
+    RESULTS["flood"] = {"marks": marks, "sent": sent, "received": got,
+                        "samples": sampler.stop(), "r1_stats": qdisc_stats("r1", "eth1")}
+    teardown()
+
+
 def recovered(sink: Sink, rate: float, within: float = 150.0) -> bool:
     """Until the sink's flow moves again at half @rate over 2 s (True), or
     @within s (False). A sender starved to a window of a few bytes probes
@@ -1011,7 +1209,8 @@ def case_offload():
     mapped_sent: list = []
     mapped_thread = in_thread(lambda: mapped_sent.append(mapped(2, PORT + 1)))
     doc = iperf(seconds=5)
-    sysctls("snd", tcp_ngwa=0)         # the sender's option gone, r1 inserts it
+    # the sender's option gone, r1 inserts it (DF off: a DF packet is not grown)
+    sysctls("snd", tcp_ngwa=0, ip_no_pmtu_disc=1)
     inserted = iperf(seconds=3, extra=("-M", "1200"))
     mapped_thread.join(timeout=120)
     v6_source.join(timeout=120)
@@ -1040,8 +1239,9 @@ def case_offload():
 
 
 CASES = {"basic": case_basic, "malformed": case_malformed, "smooth": case_smooth,
-         "age": case_age, "ngwa": case_ngwa, "insert": case_insert, "backlog": case_backlog,
-         "fd": case_fd, "modes": case_modes, "wbrto": case_wbrto, "spoof": case_spoof,
+         "age": case_age, "ngwa": case_ngwa, "insert": case_insert, "pmtu": case_pmtu,
+         "gso": case_gso, "scaling": case_scaling, "backlog": case_backlog, "fd": case_fd,
+         "modes": case_modes, "wbrto": case_wbrto, "spoof": case_spoof, "flood": case_flood,
          "hostile": case_hostile, "offload": case_offload}
 
 

@@ -68,6 +68,26 @@ SANITIZERS = ("CONFIG_KASAN=y", "CONFIG_UBSAN=y", "CONFIG_PROVE_LOCKING=y",
               "CONFIG_DEBUG_KMEMLEAK=y")
 
 
+# What the tests saw, for kernel-patches/README.md's table of claims:
+# kernel-patches/claims.py runs this file with TCPVAR_KERNEL_SEEN naming a
+# file, and writes the figures the tests report here into the table.
+SEEN: dict[str, list[str]] = {}
+
+
+def saw(request, text: str) -> None:
+    """@text is what this test saw (said once its assertions held)."""
+    spec = getattr(request.node, "callspec", None)
+    SEEN.setdefault(request.node.originalname, []).append(
+        f"{spec.id}: {text}" if spec else text)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _seen_file():
+    yield
+    if path := os.environ.get("TCPVAR_KERNEL_SEEN"):
+        Path(path).write_text(json.dumps(SEEN, indent=1) + "\n")
+
+
 @pytest.fixture(scope="session")
 def kernel():
     """(bzImage, tc) of the debug flavour: built once, then found in the cache."""
@@ -139,12 +159,14 @@ class Guest(dict):
 @pytest.fixture(scope="session")
 def guest_endpoints(kernel, tmp_path_factory):
     return boot(kernel, tmp_path_factory.mktemp("endpoints"), "basic", "malformed", "smooth",
-                "age", "ngwa", "insert", "backlog", "fd", "modes", "wbrto")
+                "age", "ngwa", "insert", "pmtu", "gso", "scaling", "backlog", "fd", "modes",
+                "wbrto")
 
 
 @pytest.fixture(scope="session")
 def guest_traffic(kernel, tmp_path_factory):
-    return boot(kernel, tmp_path_factory.mktemp("traffic"), "spoof", "hostile", "offload")
+    return boot(kernel, tmp_path_factory.mktemp("traffic"), "spoof", "flood", "hostile",
+                "offload")
 
 
 @pytest.fixture(scope="session")
@@ -208,7 +230,7 @@ def counters(stats_text: str) -> dict[str, int]:
     text = stats_text.split("qdisc ngwa", 1)[1]
     return {k: int(v) for k, v in re.findall(
         r"\b(flows|halfopen|lowered|inserted|nofit|malformed|refused|expired|closed|"
-        r"rejected) (\d+)", text)}
+        r"rejected|evicted|df) (\d+)", text)}
 
 
 # --- build ---------------------------------------------------------------------
@@ -320,34 +342,33 @@ def test_patched_kernel_without_build(tmp_path, monkeypatch):
 
 # --- the kernel log of every boot ------------------------------------------------
 
+# IPv4 registers before any code of the series can run: its TCP, IP and
+# qdisc code all comes later (inet_init, then the qdiscs' initcalls)
+INET_UP = "NET: Registered PF_INET protocol family"
+
+
 @pytest.mark.parametrize("booted", ["guest_endpoints", "guest_traffic"])
 def test_sanitizers_report_nothing(booted, request):
-    """KASAN, UBSAN, lockdep and the kernel itself said nothing, and a
-    kmemleak scan after the cases found no leak."""
+    """KASAN, UBSAN, lockdep and the kernel itself said nothing from the
+    moment IPv4 registered, whatever code they name, and a kmemleak scan
+    after the cases found no leak."""
     health = request.getfixturevalue(booted)["health"]
-    boot_log, mark, cases_log = health["dmesg"].partition("tcpvar: kernel_guest starts")
-    if not mark:
-        boot_log, cases_log = "", health["dmesg"]
+    early, mark, log = health["dmesg"].partition(INET_UP)
+    log = log if mark else early        # a ring buffer that wrapped: all of it
     for splat in SPLATS:
-        assert splat not in cases_log, cases_log[-6000:]
-    # Before the cases, QEMU's TCG now and then draws a report from early
-    # boot (KASAN in handle_edge_irq while the IO-APIC timer is checked);
-    # none may come from the code the series touches. Loosened in aa9095f
-    # after one boot's report at 1.4 s, before any socket or qdisc exists,
-    # in interrupt code the series does not patch; its cause (TCG's timer
-    # emulation or KASAN's) is not found, so only the series' frames fail
-    for splat in SPLATS:
-        for at in (m.start() for m in re.finditer(re.escape(splat), boot_log)):
-            report = boot_log[at:at + 4000]
-            frames = re.findall(r"\b([\w.]+)\+0x[0-9a-f]+/0x[0-9a-f]+", report)
-            assert not [f for f in frames if re.match(r"(tcp|ip|inet|sch|qdisc)_|.*ngwa|.*wbrto",
-                                                     f)], report
+        assert splat not in log, log[max(0, log.index(splat) - 2000):][:6000]
+    # Before it, QEMU's TCG now and then draws a report from early boot
+    # (one KASAN report in handle_edge_irq at 1.4 s, while the IO-APIC
+    # timer was checked, on 2026-11-24): the series cannot be in it, and
+    # its cause (TCG's timer emulation or KASAN's) is not found
     assert health["kmemleak"] and not health["leaks"].strip(), health["leaks"][:3000]
+    saw(request, f"no report in {len(health['dmesg'].splitlines())} lines of kernel log, "
+                 "no leak")
 
 
 # --- extended tcp_probe, variants, BTF, sysctls --------------------------------
 
-def test_tracepoint_format_lists_new_fields(guest_basic):
+def test_tracepoint_format_lists_new_fields(guest_basic, request):
     b = guest_basic["basic"]
     fields = b["format_fields"]
     for name in STOCK_FIELDS + NEW_FIELDS:
@@ -358,6 +379,7 @@ def test_tracepoint_format_lists_new_fields(guest_basic):
     assert max(stock_pos) < min(fields.index(n) for n in NEW_FIELDS)
     for name in NEW_FIELDS:
         assert f" {name}=" in b["print_fmt"], name
+    saw(request, f"{len(STOCK_FIELDS)} stock fields, then {len(NEW_FIELDS)} new ones")
 
 
 def test_kernel_has_what_tcpvar_needs(guest_basic):
@@ -373,7 +395,7 @@ def test_kernel_has_what_tcpvar_needs(guest_basic):
         "tcp_wbrto_weights": "100 50 30 20"}
 
 
-def test_sysctls_take_what_the_papers_allow(guest_basic):
+def test_sysctls_take_what_the_papers_allow(guest_basic, request):
     """Option types other than 33 and RFC 4727's, thresholds and cut-offs
     out of order, weights that grow, values out of range: refused, the old
     value kept; the others taken."""
@@ -391,6 +413,7 @@ def test_sysctls_take_what_the_papers_allow(guest_basic):
                        ("tcp_wbrto_thresholds", "3 6 12"), ("tcp_wbrto_cutoffs", "400 800"),
                        ("tcp_wbrto_weights", "40 30 20 10")]:
         assert got[(key, value)] == (0, value), (key, value)
+    saw(request, f"{len(refused)} writes refused, 5 taken")
 
 
 def test_tc_configures_the_ngwa_qdisc(guest_basic):
@@ -399,7 +422,7 @@ def test_tc_configures_the_ngwa_qdisc(guest_basic):
     assert "flows 100" in shown and "timeout 2s" in shown and "option 33" in shown
     assert counters(shown) == {k: 0 for k in ("flows", "halfopen", "lowered", "inserted",
                                               "nofit", "malformed", "refused", "expired",
-                                              "closed", "rejected")}
+                                              "closed", "rejected", "evicted", "df")}
     writes = {args: (status, shown) for args, status, _, shown in
               guest_basic["basic"]["tc_writes"]}
     assert writes["option 94"][0] == 0 and "option 94" in writes["option 94"][1]
@@ -407,7 +430,7 @@ def test_tc_configures_the_ngwa_qdisc(guest_basic):
         assert writes[bad][0] != 0, bad
 
 
-def test_extended_probe_ingested(guest_ngwa, kstore, tmp_path):
+def test_extended_probe_ingested(guest_ngwa, kstore, tmp_path, request):
     """The recorder's conversion and the probe_events loader take every field
     of the extended tracepoint (source tracefs-ext, docs/probe.md)."""
     from tcpvar.artefacts.probe_record import NAMES
@@ -424,12 +447,15 @@ def test_extended_probe_ingested(guest_ngwa, kstore, tmp_path):
         "SELECT count(*), max(rto_us), max(rttvar_us), max(ngwa_window), "
         "max(packets_out), max(delivered) FROM probe_events WHERE run_id = 4242").fetchone()
     assert got[0] == events and all(v > 0 for v in got[1:]), got
+    saw(request, f"{events} events, every column filled")
 
 
-def test_malformed_options_ignored_and_counted(guest_basic):
+def test_malformed_options_ignored_and_counted(guest_basic, request):
     m = guest_basic["malformed"]
     # every malformed packet is counted once; the good one is not
     assert m["bad_counted"] == sum(m["sent"].values())
+    saw(request, f"{m['bad_counted']} of {sum(m['sent'].values())} counted "
+                 f"({len(m['sent'])} kinds)")
 
 
 # --- NGWA: the receiver ------------------------------------------------------------
@@ -450,7 +476,7 @@ def expected_windows(spec: list[str], smooth: bool, alpha: int) -> list[int]:
     return shown
 
 
-def test_smoothing_follows_eq4(guest_basic):
+def test_smoothing_follows_eq4(guest_basic, request):
     """A known sequence of values, one per segment: the window the receiver
     keeps is eq. (4)'s, to the byte, with alpha 0.3 and 0.7, and each value
     as it comes without smoothing; unset values and segments without the
@@ -466,6 +492,7 @@ def test_smoothing_follows_eq4(guest_basic):
         releases = sum(1 for prev, cur in zip(spec, spec[1:])
                        if cur in ("unset", "none") and prev not in ("unset", "none"))
         assert run["released"] == releases
+    saw(request, f"{len(spec)} segments per run, {len(valued)} values, {releases} releases")
 
 
 def rcv_windows(pcap: Path) -> list[tuple[str, int, int, int]]:
@@ -482,7 +509,7 @@ def rcv_windows(pcap: Path) -> list[tuple[str, int, int, int]]:
     return out
 
 
-def test_value_ages_out(guest_basic):
+def test_value_ages_out(guest_basic, request):
     """Held at NGWA 3000 for 300 kB, the receiver offers about 3000 bytes;
     3 s later, with no new value, its next segment offers its whole buffer
     when values hold 1 s, and still 3000 when they hold for ever."""
@@ -500,9 +527,10 @@ def test_value_ages_out(guest_basic):
         else:
             assert reply <= floor + unit, (hold, reply)
             assert age[hold]["released"] == 0
+    saw(request, "1 release after 1 s, none when held for ever")
 
 
-def test_receiver_window_never_shrinks_nor_passes_the_value(guest_ngwa):
+def test_receiver_window_never_shrinks_nor_passes_the_value(guest_ngwa, request):
     """From the receiver's capture: the right edge it offers (ACK + window)
     never moves back (RFC 7323), and when it moves on, the window stays within
     an NGWA value the stack can have taken last, or the floor of two segments.
@@ -549,9 +577,10 @@ def test_receiver_window_never_shrinks_nor_passes_the_value(guest_ngwa):
         right, last_ack = edge, ack
     assert checked > 100 and bounded > 50, (checked, bounded)
     assert guest_ngwa["ngwa"]["netstat_rcv"]["TcpExtNGWARcvOption"] > 100
+    saw(request, f"{checked} ACKs moving the edge, {bounded} of them held by a value")
 
 
-def test_ngwa_values_bounded_by_the_queues(guest_ngwa):
+def test_ngwa_values_bounded_by_the_queues(guest_ngwa, request):
     out = guest_ngwa["out"]
     mid = [w for _, w in ngwa_values(out / "ngwa_r1_out.pcap")]      # after r1 (60000 B)
     rcv = [w for _, w in ngwa_values(out / "ngwa_rcv.pcap")]         # after r2 (45000 B)
@@ -563,12 +592,114 @@ def test_ngwa_values_bounded_by_the_queues(guest_ngwa):
     # r1's lower values still come through
     assert UNSET not in rcv and max(rcv) <= 45000 and min(rcv) < 45000
     assert counters(guest_ngwa["ngwa"]["r1_stats"])["lowered"] > 0
+    saw(request, f"{len(rcv)} values; max {max(mid)} after r1 (60000 B), {max(rcv)} after r2 "
+                 "(45000 B)")
 
 
-def test_router_inserts_the_option(guest_ngwa):
-    assert counters(guest_ngwa["insert"]["r1_stats"])["inserted"] > 0
-    rows = ngwa_values(guest_ngwa["out"] / "insert_rcv.pcap")
+def test_router_inserts_the_option_into_data_only(guest_ngwa, request):
+    """A sender without NGWA nor DF: its data segments reach the receiver
+    with the option and a value; its SYNs, pure ACKs and FINs without data
+    without it."""
+    ins = guest_ngwa["insert"]["nodf"]
+    c = counters(ins["r1_stats"])
+    assert c["inserted"] > 100 and c["df"] == 0, c
+    pcap = guest_ngwa["out"] / "insert_nodf.pcap"
+    rows = ngwa_values(pcap)
     assert len(rows) > 100 and max(w for _, w in rows) <= 60000
+    bare = tshark(pcap, "tcp.flags", "ngwa.window", filt="ip.src == 10.0.1.1 && tcp.len == 0")
+    assert len(bare) >= 10 and any(int(f, 16) & 0x02 for f, _ in bare), bare[:5]
+    assert [r for r in bare if r[1]] == [], bare[:5]
+    saw(request, f"{c['inserted']} inserted; {len(bare)} segments without data, none given it")
+
+
+def test_df_segments_are_not_grown(guest_ngwa, request):
+    """With DF set the routers insert nothing: the sender sized its packets
+    for the path, and they count what they left alone."""
+    df = guest_ngwa["insert"]["df"]
+    c = counters(df["r1_stats"])
+    assert c["inserted"] == 0 and c["df"] > 100, c
+    assert all(st["bytes"] > 0 for st in df["iperf"]["streams"])
+    assert not tshark(guest_ngwa["out"] / "insert_df.pcap", "frame.number",
+                      filt="ip.src == 10.0.1.1 && ngwa")
+    saw(request, f"0 inserted, {c['df']} left alone")
+
+
+def test_a_narrower_hop_with_df_is_no_black_hole(guest_ngwa, request):
+    """A hop after r1 with MTU 1400: with DF the sender finds the path MTU
+    and the 2 MB arrive, in packets of at most 1400 bytes that r1 did not
+    grow; without DF r1 inserts the option, r2 fragments, and they arrive
+    too."""
+    pm, out = guest_ngwa["pmtu"], guest_ngwa["out"]
+    df, nodf = pm["df"], pm["nodf"]
+    assert df["received"] == df["sent"], df
+    c = counters(df["r1_stats"])
+    assert c["inserted"] == 0 and c["df"] > 1000, c
+    sizes = [int(n) for (n,) in tshark(out / "pmtu_df.pcap", "ip.len",
+                                       filt="ip.src == 10.0.1.1 && tcp.len > 0")]
+    assert len(sizes) > 1000 and max(sizes) == 1400, max(sizes)
+    assert nodf["received"] == nodf["sent"], nodf
+    assert counters(nodf["r1_stats"])["inserted"] > 1000
+    # the option is in the first fragment of each segment
+    firsts = tshark(out / "pmtu_nodf.pcap", "ngwa.window",
+                    filt="ip.src == 10.0.1.1 && ip.flags.mf == 1 && ngwa.window")
+    assert len(firsts) > 1000
+    saw(request, f"2 MB with DF in {df['took_s']} s, {c['df']} left alone; without DF in "
+                 f"{nodf['took_s']} s, {len(firsts)} first fragments with the option")
+
+
+def frames(pcap: Path) -> list[tuple[int, int]]:
+    """(frame length, TCP payload or 0) of every frame."""
+    return [(int(n), int(t or 0)) for n, t in tshark(pcap, "frame.len", "tcp.len")]
+
+
+@pytest.mark.parametrize("shaper", ["tbf", "htb"])
+def test_shapers_are_charged_what_leaves(guest_ngwa, shaper, request):
+    """GRO at r1 merged wire-sized segments into packets TBF admits whole
+    (2 segments of 1428 bytes: 2988 bytes with their headers, within its
+    burst of 3000), which ngwa gave the option: the transfer never stalls,
+    and the shaper and ngwa counted the bytes and packets r1 sent, frame
+    for frame, and hold nothing once it ends."""
+    g, out = guest_ngwa["gso"][shaper], guest_ngwa["out"]
+    assert g["intervals"] and min(g["intervals"]) > 0, g["intervals"]
+    assert all("0 packets dropped by kernel" in t for t in g["tcpdump"]), g["tcpdump"]
+    merged = [(n, t) for n, t in frames(out / f"gso_{shaper}_in.pcap") if t > MSS]
+    assert any(n + 66 <= 3000 for n, _ in merged), merged[:5]
+    sent = frames(out / f"gso_{shaper}_out.pcap")
+    assert max(n for n, _ in sent) <= WIRE
+    assert counters(g["r1_stats"])["inserted"] > 500
+    for kind in (shaper, "ngwa"):
+        b4 = next(q for q in g["before"] if q["kind"] == kind)
+        now = next(q for q in g["after"] if q["kind"] == kind)
+        assert now["bytes"] - b4["bytes"] == sum(n for n, _ in sent), kind
+        assert now["packets"] - b4["packets"] == len(sent), kind
+        assert now["backlog"] == 0 and now["qlen"] == 0, now
+    saw(request, f"{len(merged)} GRO packets in, {len(sent)} frames and "
+                 f"{sum(n for n, _ in sent)} B out, as counted")
+
+
+def test_value_is_the_free_space_at_the_payload_share(guest_ngwa, request):
+    """Segments of 1 to 1440 bytes, each alone in r1's queue: the value r1
+    wrote is its whole limit times the segment's payload over its length
+    on the wire, to the byte."""
+    sc = guest_ngwa["scaling"]
+    rows = tshark(guest_ngwa["out"] / "scaling.pcap", "frame.len", "tcp.len", "ngwa.window",
+                  filt="ip.src == 10.0.1.1 && tcp.len > 0")
+    got = [(int(t), int(w), sc["limit"] * int(t) // int(n)) for n, t, w in rows]
+    assert sorted({t for t, _, _ in got}) == sorted(set(sc["sizes"])), got
+    assert [g for g in got if g[1] != g[2]] == []
+    saw(request, f"{len(got)} of {len(got)} values exact, {min(w for _, w, _ in got)} to "
+                 f"{max(w for _, w, _ in got)} B")
+
+
+def test_value_never_above_the_free_space(guest_ngwa, request):
+    """r2's size table counts each packet 1400 bytes shorter than it is, so
+    that its payload share is above 1: the values after r2 stay within its
+    queue, and r2 wrote them."""
+    sc = guest_ngwa["scaling"]
+    values = [w for _, w in ngwa_values(guest_ngwa["out"] / "stab_rcv.pcap")]
+    assert len(values) > 100 and max(values) <= sc["r2_limit"]
+    assert counters(sc["r2_stats"])["lowered"] > 100
+    saw(request, f"{len(values)} values, max {max(values)} B")
 
 
 # --- NGWA: the queue -----------------------------------------------------------------
@@ -585,7 +716,7 @@ def fifo(pcap_in: Path, pcap_out: Path):
             for t, p, i, n, payload, _ in tshark(pcap_in, *fields)]
 
 
-def test_value_follows_the_backlog(guest_ngwa):
+def test_value_follows_the_backlog(guest_ngwa, request):
     """Each value r1 wrote is its free space once the packet left, in bytes of
     payload at that packet's payload share: (limit - backlog) * payload /
     wire bytes, the backlog rebuilt from the captures where packets entered
@@ -609,8 +740,12 @@ def test_value_follows_the_backlog(guest_ngwa):
         errors.append(abs(value - want))
         values.append(value)
     errors.sort()
+    # most values are exact to the byte (the payload share included, which
+    # a median error of 0 pins); the others are off by whole packets whose
+    # order at the two capture points (time stamps taken on either side of
+    # the queue) differs from the queue's
+    assert statistics.median(errors) == 0, errors[len(errors) // 2:][:20]
     assert errors[int(0.95 * len(errors))] <= 2 * MSS, errors[-20:]
-    assert statistics.median(errors) <= MSS
     assert min(values) < 0.5 * limit and max(values) > 0.8 * limit * MSS / WIRE
 
     def rebuilt(t):
@@ -625,13 +760,16 @@ def test_value_follows_the_backlog(guest_ngwa):
         busy += q["backlog"] > 4 * WIRE
         agree += lo - WIRE <= q["backlog"] <= hi + WIRE
     assert busy > 20 and agree >= 0.9 * len(samples), (agree, len(samples))
+    saw(request, f"{len(errors)} values, median error {statistics.median(errors):.0f} B, "
+                 f"95th percentile {errors[int(0.95 * len(errors))]} B; "
+                 f"{agree} of {len(samples)} tc samples agree")
 
 
 def flows_over_time(samples) -> list[tuple[float, int]]:
     return [((s["t0"] + s["t1"]) / 2, xstats(s["qdiscs"])["flows"]) for s in samples]
 
 
-def test_flow_division_counts_live_flows(guest_ngwa):
+def test_flow_division_counts_live_flows(guest_ngwa, request):
     """tc's count of flows is the number of flows sending while they send, 0
     once their FINs crossed r1; a flow whose link went down (nothing of it
     crosses r1 again) is forgotten after the timeout."""
@@ -652,9 +790,10 @@ def test_flow_division_counts_live_flows(guest_ngwa):
     assert before[-1] == 1 and after and set(after) == {0}, series
     c = counters(gone["r1_stats"])
     assert c["expired"] >= 1 and c["closed"] == 0
+    saw(request, f"1 and 2 flows counted, closed 1 and 2; expired {c['expired']}")
 
 
-def test_flow_division_halves_the_window(guest_ngwa):
+def test_flow_division_halves_the_window(guest_ngwa, request):
     one = [w for _, w in ngwa_values(guest_ngwa["out"] / "fd_1.pcap")]
     two = [w for _, w in ngwa_values(guest_ngwa["out"] / "fd_2.pcap")]
     assert max(one) <= 0.98 * 60000 and max(two) <= 0.98 * 60000
@@ -664,6 +803,8 @@ def test_flow_division_halves_the_window(guest_ngwa):
     ratio = statistics.median(two) / statistics.median(one)
     assert 0.3 < ratio < 0.7, (statistics.median(one), statistics.median(two))
     assert all(b > 0 for b in guest_ngwa["fd"]["2"]["bytes"])
+    saw(request, f"medians {statistics.median(one):.0f} and {statistics.median(two):.0f} B "
+                 f"({ratio:.2f})")
 
 
 def in_flight(ev: dict) -> int:
@@ -672,46 +813,67 @@ def in_flight(ev: dict) -> int:
     return ev["packets_out"] - ev["sacked_out"] - ev["lost_out"] + ev["retrans_out"]
 
 
-def test_mode_table(guest_ngwa):
-    """Every mode's sysctls and qdisc; with a congestion window the sender
-    keeps within it; without one it goes beyond it, fills the window the
-    receiver offers, and cwnd, which no longer limits, grows no further than
-    twice what was ever in flight."""
+def p90(values) -> float:
+    return sorted(values)[int(0.9 * len(values))]
+
+
+def test_mode_table(guest_ngwa, request):
+    """Every mode of Table 1 behaves as its columns say, two flows each.
+    CW: with a congestion window the sender keeps within it; without one it
+    goes beyond it, fills the window the receiver offers, and cwnd, which no
+    longer limits, grows no further than twice what was ever in flight. FD:
+    the receivers' values stay within half the queue, and without it go
+    beyond. SE: the receiver's window moves in smaller steps than in the
+    same mode without smoothing."""
     modes = guest_ngwa["modes"]
-    fill = {}
-    for mode, (cw, se, fd) in {1: (1, 0, 0), 2: (1, 1, 0), 3: (0, 0, 0), 4: (0, 1, 0),
-                               5: (1, 0, 1), 6: (1, 1, 1), 7: (0, 0, 1),
-                               8: (0, 1, 1)}.items():
+    # mode: (CW, FD); SE is on in the even modes, each the twin of the one before
+    table = {1: (1, 0), 2: (1, 0), 3: (0, 0), 4: (0, 0), 5: (1, 1), 6: (1, 1), 7: (0, 1),
+             8: (0, 1)}
+    fill, steps = {}, {}
+    for mode, (cw, fd) in table.items():
         m = modes[str(mode)]
-        assert m["sysctls"] == {"tcp_ngwa": "1", "tcp_ngwa_cwnd": str(cw),
-                                "tcp_ngwa_smooth": str(se)}, mode
-        assert m["rcv_smooth"] == str(se)
-        ngwa_line = next(ln for ln in m["r1_stats"].splitlines() if "qdisc ngwa" in ln)
-        assert (" fd" in ngwa_line) == bool(fd), m["r1_stats"]
         assert all(s["bytes"] > 0 for s in m["iperf"]["streams"]), mode
-        assert m["rcv_ngwa"], mode
+        values = m["rcv_ngwa"]
+        assert len(values) > 100, mode
+        half = 0.98 * 60000 / 2
+        if fd:
+            assert p90(values) <= half + 1, (mode, p90(values))
+        else:
+            assert max(values) > half, (mode, max(values))
+        steps[mode] = p90([abs(b - a) for a, b in zip(values, values[1:]) if b != a])
         over = sum(1 for e in m["snd"] if in_flight(e) > e["snd_cwnd"])
         if cw:
-            assert over <= 0.01 * len(m["snd"]), mode
+            assert over <= 0.01 * len(m["snd"]), (mode, over)
             continue
-        # beyond cwnd, up to the window the receiver offers, and cwnd grows no
-        # further than twice the largest flight
-        assert over > 0, mode
+        # stock Reno goes beyond cwnd for an event or two entering recovery;
+        # without cwnd, 2 % to 38 % of the events were beyond it in the run
+        # of 2026-11-26 (the modes with FD the least: their window is half)
+        assert over >= 0.01 * len(m["snd"]), (mode, over, len(m["snd"]))
         ev = [e for e in m["snd"] if e["snd_wnd"] > 4 * MSS and e["ca_state"] == 0]
         fill[mode] = statistics.median(in_flight(e) * MSS / e["snd_wnd"] for e in ev)
         assert fill[mode] >= 0.8, (mode, fill[mode])
         assert max(e["snd_cwnd"] for e in m["snd"]) <= \
             2 * max(e["packets_out"] for e in m["snd"]) + 10, mode
+    # eq. (4) with alpha 0.3 moves the window by 0.3 of each change: its
+    # steps were 0.36 to 0.52 of the same mode's without smoothing
+    for plain, smooth in ((1, 2), (3, 4), (5, 6), (7, 8)):
+        assert steps[smooth] < 0.75 * steps[plain], (plain, smooth, steps)
+    saw(request, "modes 1-8; without cwnd the offered window filled to "
+                 + ", ".join(f"{v:.2f}" for v in fill.values())
+                 + "; smoothed steps " + ", ".join(f"{steps[s] / steps[p]:.2f}"
+                                                  for p, s in ((1, 2), (3, 4), (5, 6), (7, 8)))
+                 + " of the plain ones")
 
 
 # --- NGWA under attack ----------------------------------------------------------------
 
-def test_spoofed_flood_no_longer_starves_once_the_timeout_passed(guest_hostile):
-    """A real flow through `ngwa fd`; 2000 forged openings completed by a
-    forged ACK are counted and starve it (the window divided by 2001); 20,000
-    spoofed SYNs are never counted (the table holds 4096, the rest refused);
-    once the timeout (60 s) has passed without a packet of theirs, the forged
-    flows are forgotten and the real flow's window is back."""
+def test_spoofed_flood_no_longer_starves_once_the_timeout_passed(guest_hostile, request):
+    """A real flow through `ngwa fd`; 2000 forged flows (a SYN, then a
+    segment of data in sequence) are counted and starve it (the window
+    divided by 2001); 20,000 spoofed SYNs are never counted (4096 half-open
+    places, the oldest evicted); once the timeout (60 s) has passed without
+    a packet of theirs, the forged flows are forgotten and the real flow's
+    window is back."""
     sp = guest_hostile["spoof"]
     marks, limit = sp["marks"], sp["limit"]
     values = ngwa_values(guest_hostile["out"] / "spoof.pcap")
@@ -733,17 +895,56 @@ def test_spoofed_flood_no_longer_starves_once_the_timeout_passed(guest_hostile):
         f"the real flow did not move again within {marks['end'] - marks['flood_end']:.0f} s"
     assert statistics.median(recovered) > 0.5 * base, (base, recovered[:20])
     final = counters(sp["r1_stats"])
-    # each of the 22,000 forged openings was refused or, admitted, expired;
-    # a flood that outlasts the timeout (it took 120 s in a full suite's
-    # run, 50 s alone) frees the slots of its first half-opens, so refusals
-    # alone need not reach 20,000 - 4096
-    assert final["refused"] + final["expired"] == 22000, final
-    assert final["refused"] > 0 and final["expired"] >= 2000, final
-    assert max(x["flows"] + x["halfopen"] for _, x in series) <= 4096   # the table's size
+    # each of the 22,000 forged flows was evicted or expired; a flood that
+    # outlasts the timeout (it took 120 s in a full suite's run, 50 s
+    # alone) frees the places of its first half-opens, so evictions alone
+    # need not reach 20,000 - 4096. The real flow may have expired once
+    # too: starved, its probes back off past the timeout (seen in a run of
+    # 2026-11-28); it counts again at its next data
+    assert 22000 <= final["evicted"] + final["expired"] <= 22001, final
+    assert final["refused"] == 0 and final["evicted"] > 0 and final["expired"] >= 2000, final
+    assert max(x["halfopen"] for _, x in series) <= 4096          # the quota
     assert max(x["flows"] for _, x in series) <= 2001 + 1
+    saw(request, f"2000 forged flows counted, the value from {base:.0f} B down to "
+                 f"{statistics.median(starved):.0f} B; 20,000 SYNs: {final['evicted']} evicted, "
+                 f"at most {max(x['halfopen'] for _, x in series)} half-open; after the "
+                 f"timeout 1 flow and {statistics.median(recovered):.0f} B")
 
 
-def test_hostile_frames_cross_without_harm(guest_hostile):
+def test_flow_division_survives_a_syn_flood(guest_hostile, request):
+    """A SYN flood at the default timeout keeps `ngwa fd flows 256`'s
+    half-open places full: the flow sending from before it stays counted,
+    forged SYNs on its 4-tuple notwithstanding; a flow opened during the
+    flood is counted; a new queue counts both without seeing them open; no
+    forged SYN is ever counted."""
+    fl = guest_hostile["flood"]
+    marks = fl["marks"]
+    # samples while the queue is replaced show TBF alone
+    series = [((s["t0"] + s["t1"]) / 2, xstats(s["qdiscs"])) for s in fl["samples"]
+              if any(q.get("kind") == "ngwa" for q in s["qdiscs"])]
+
+    def flows(lo, hi):
+        return [x["flows"] for t, x in series if lo < t < hi]
+
+    sent = fl["sent"][0]
+    # 125 a second with a kernel build beside the guest, 400 alone: either
+    # outruns the half-open places (256 in 5 s), which `full` checks
+    assert sent["syns"] > 2000 and sent["on_real"] > 100, sent
+    assert all(n > 0 for n in fl["received"]), fl["received"]
+    assert max(x["halfopen"] for _, x in series) == 256
+    assert max(x["flows"] + x["halfopen"] for _, x in series) <= 2 * 256
+    full = [x["halfopen"] for t, x in series if marks["flood"] + 3 < t < marks["replaced"]]
+    assert statistics.median(full) == 256, full
+    assert set(flows(marks["flood"], marks["second"])) == {1}, series
+    assert set(flows(marks["second"] + 2, marks["replaced"])) == {2}, series
+    assert set(flows(marks["replaced"] + 2, marks["flood_end"])) == {2}, series
+    c = counters(fl["r1_stats"])
+    assert c["evicted"] > 1000 and c["refused"] == 0, c
+    saw(request, f"{sent['syns']} SYNs in 45 s, {sent['on_real']} on the real flow's "
+                 f"4-tuple; {c['evicted']} evicted; 1, then 2 flows counted throughout")
+
+
+def test_hostile_frames_cross_without_harm(guest_hostile, request):
     """Over 100,000 hostile frames crossed r1's ngwa queue (routed, handed to
     it directly, and copies in window of a real connection's segments); the
     routers and the receiver counted the malformed options; a transfer after
@@ -765,24 +966,33 @@ def test_hostile_frames_cross_without_harm(guest_hostile):
     assert statistics.median(during) == 1, during
     values = [w for _, w in ngwa_values(guest_hostile["out"] / "hostile_after.pcap")]
     assert statistics.median(values) > 0.5 * h["limit"] * MSS / WIRE
+    saw(request, f"{total:,} frames in {h['took_s']:.0f} s; r1 left {r1['malformed']:,} "
+                 "malformed alone; TcpExtNGWABadOption " + ", ".join(
+                     f"{h['netstat'][n]['TcpExtNGWABadOption']:,} at {n}"
+                     for n in ("r1", "r2", "rcv"))
+                 + f"; then 1 flow, median value {statistics.median(values):.0f} B")
 
 
 # --- NGWA with offloads and IPv6 -------------------------------------------------------
 
-def test_ngwa_with_tso_gso_and_gro(guest_offload):
+def test_ngwa_with_tso_gso_and_gro(guest_offload, request):
+    """With TSO, GSO and GRO on at every hop: NGWA's transfer and one whose
+    options r1 inserts both move, values are lowered and reach the
+    receiver within the queue. (test_shapers_are_charged_what_leaves
+    checks the GSO packets themselves.)"""
     tso = guest_offload["offload"]["tso"]
     assert all(s["bytes"] > 0 for s in tso["iperf"]["streams"])
     assert all(s["bytes"] > 0 for s in tso["inserted_iperf"]["streams"])
     c = counters(tso["r1_stats"])
     assert c["lowered"] > 0 and c["inserted"] > 0
     assert tso["received_options"] > 100
-    assert re.search(r"generic-receive-offload: on", tso["features"])
-    assert re.search(r"tcp-segmentation-offload: on", tso["features"])
     values = [w for _, w in ngwa_values(guest_offload["out"] / "offload_rcv.pcap")]
     assert values and max(values) <= 60000
+    saw(request, f"{c['lowered']} lowered, {c['inserted']} inserted, values up to "
+                 f"{max(values)} B")
 
 
-def test_gro_does_not_merge_ngwa_segments(guest_offload):
+def test_gro_does_not_merge_ngwa_segments(guest_offload, request):
     """With GRO on at the receiver and wire-sized segments from the sender,
     segments without options are merged (above one MSS), NGWA's are not."""
     out = guest_offload["out"]
@@ -792,9 +1002,11 @@ def test_gro_does_not_merge_ngwa_segments(guest_offload):
                                       filt="ip.src == 10.0.1.1")]
     assert max(plain) > MSS
     assert ngwa and max(ngwa) <= MSS
+    saw(request, f"plain: {sum(n > MSS for n in plain)} of {len(plain)} frames merged, up to "
+                 f"{max(plain)} B; NGWA: {len(ngwa)} frames, none above {max(ngwa)} B")
 
 
-def test_ipv6_beside_ngwa_unharmed(guest_offload):
+def test_ipv6_beside_ngwa_unharmed(guest_offload, request):
     """An IPv6 connection while NGWA is on, and an IPv6 socket with a
     v4-mapped peer (its segments IPv4, with NGWA): data flows, nothing is
     fragmented."""
@@ -805,6 +1017,8 @@ def test_ipv6_beside_ngwa_unharmed(guest_offload):
     assert not tshark(pcap, "frame.number", filt="ipv6.fragment || ipv6.nxt == 44")
     sizes = [int(n) for (n,) in tshark(pcap, "tcp.len", filt="ipv6.src && tcp.len > 0")]
     assert max(sizes) > 1024
+    saw(request, f"{sum(tso['v6_received']) / 1e6:.1f} MB over IPv6, "
+                 f"{tso['mapped_sent'][0] / 1e6:.1f} MB v4-mapped, no fragment")
 
 
 # --- WB-RTO --------------------------------------------------------------------
@@ -829,7 +1043,7 @@ def draw(e: dict, knobs: dict) -> tuple[int, int, int]:
 
 
 @pytest.mark.parametrize("label", ["medium", "custom"])
-def test_wbrto_rto_in_its_interval(guest_wbrto, label):
+def test_wbrto_rto_in_its_interval(guest_wbrto, label, request):
     """Every RTO WB-RTO drew (no backoff) has the c and a_i of eq. (4) and (5)
     for the cwnd, max_cwnd and awnd it used, and lies in (srtt, c * a_i *
     unit] at the clock's resolution, never below rto_min; the draws differ
@@ -851,9 +1065,10 @@ def test_wbrto_rto_in_its_interval(guest_wbrto, label):
         by_flow.setdefault(e["src"], set()).add(e["rto"])
     assert len(by_flow) >= 6 and sum(len(v) > 1 for v in by_flow.values()) >= len(by_flow) / 2
     assert len({min(v) for v in by_flow.values()}) > 1
+    saw(request, f"{len(ev)} sender events")
 
 
-def test_wbrto_rto_uniform(guest_wbrto):
+def test_wbrto_rto_uniform(guest_wbrto, request):
     """Where the RTO is drawn, (rto - lo) / (top - lo) is uniform on (0, 1]:
     Kolmogorov-Smirnov at the 1 % level, over both runs' draws.
 
@@ -882,6 +1097,7 @@ def test_wbrto_rto_uniform(guest_wbrto):
     n = len(u)
     d = max(max((i + 1) / n - x, x - i / n) for i, x in enumerate(u))
     assert n > 200 and d < 1.63 / math.sqrt(n), (n, d)
+    saw(request, f"D {d:.3f} (n {n}), bound {1.63 / math.sqrt(n):.3f}")
 
 
 def stock_share(events: list[dict], hz: int) -> tuple[int, int]:
@@ -893,7 +1109,7 @@ def stock_share(events: list[dict], hz: int) -> tuple[int, int]:
     return found["events"], found["same"]
 
 
-def test_wbrto_off_is_stock_bit_for_bit(guest_wbrto, kernel_config):
+def test_wbrto_off_is_stock_bit_for_bit(guest_wbrto, kernel_config, request):
     """With tcp_wbrto=0 every RTO the senders held is, to the jiffy, what the
     stock code computes from their own srtt and rttvar_us (the tracepoint's
     rto_var, read from the socket beside the RTO); with WB-RTO on, hardly
@@ -902,7 +1118,8 @@ def test_wbrto_off_is_stock_bit_for_bit(guest_wbrto, kernel_config):
     hz = int(re.search(r"^CONFIG_HZ=(\d+)$", kernel_config, re.M).group(1))
     n, same = stock_share(guest_wbrto["wbrto"]["off"]["probe_snd"], hz)
     assert n > 500 and same == n, (n, same)
-    n, same = stock_share(guest_wbrto["wbrto"]["medium"]["probe_snd"], hz)
-    assert n > 500 and same < 0.05 * n, (n, same)
+    n_on, same_on = stock_share(guest_wbrto["wbrto"]["medium"]["probe_snd"], hz)
+    assert n_on > 500 and same_on < 0.05 * n_on, (n_on, same_on)
     off = [e for e in guest_wbrto["wbrto"]["off"]["probe_snd"] if e["srtt"]]
     assert off and all(e["wbrto_c10"] == 0 and e["wbrto_cwnd"] == 0 for e in off)
+    saw(request, f"off: {same} of {n} sender events stock; medium: {same_on} of {n_on}")
