@@ -54,6 +54,11 @@ exec 9>"$CACHE/check.lock"
 if ! flock -n 9; then
 	stage "waiting for another check"
 	flock 9
+	# that check may have been of this series
+	if [ -f "$stamp/checked" ]; then
+		cat "$stamp/checked"
+		exit 0
+	fi
 fi
 export LC_ALL=C
 # checkpatch runs spdxcheck.py with the python3 on PATH: Debian's, which

@@ -705,9 +705,27 @@ KNOB_WRITES = (("tcp_ngwa_option", "34"), ("tcp_ngwa_option", "161"),
 TC_WRITES = ("option 94", "option 34", "flows 0", "flows 20000", "timeout 0", "limit 0")
 
 
+def uncapped_write(key: str, value: str) -> int:
+    """Write @value to net.ipv4.@key in a new network namespace as root
+    without CAP_NET_ADMIN in the initial user namespace, as the root of a
+    user namespace is (tcpvar's kernel has no user namespaces; the check is
+    the same capable()): the exit status (0 done)."""
+    return subprocess.run(["unshare", "--net", "setpriv", "--bounding-set=-net_admin",
+                           "--inh-caps=-net_admin", "sh", "-c",
+                           f"echo {value} > /proc/sys/net/ipv4/{key}"],
+                          capture_output=True, text=True, timeout=120).returncode
+
+
+SWITCHES = ("tcp_ngwa", "tcp_wbrto")
+
+
 def case_basic():
     """The tracepoint's format, the sysctls (defaults, refused values), the
-    variants, BTF, the qdisc's parameters in tc."""
+    variants, BTF, the qdisc's parameters in tc; NGWA's and WB-RTO's
+    switches written without CAP_NET_ADMIN before and after root turned
+    them on in a namespace of its own (the first case of its boot: nothing
+    turned them on before)."""
+    uncapped = {"before": {k: uncapped_write(k, "1") for k in SWITCHES}}
     if not (TRACEFS / "events").is_dir():
         sh("mount", "-t", "tracefs", "nodev", str(TRACEFS), check=False)
     fmt = (TRACEFS / "events" / "tcp" / "tcp_probe" / "format").read_text()
@@ -725,7 +743,12 @@ def case_basic():
             except OSError as exc:
                 status = exc.errno
             writes.append([key, value, status, " ".join(path.read_text().split())])
+    with inside("knobs"):
+        for k in SWITCHES:
+            Path(f"/proc/sys/net/ipv4/{k}").write_text("1\n")
     sh("ip", "netns", "del", "knobs")
+    uncapped["after"] = {k: uncapped_write(k, "1") for k in SWITCHES}
+    uncapped["off"] = {k: uncapped_write(k, "0") for k in SWITCHES}
     sh("ip", "link", "add", "d0", "type", "dummy")
     sh(TC, "qdisc", "add", "dev", "d0", "root", "ngwa", "limit", "50kb", "fd", "flows", "100",
        "timeout", "2s")
@@ -748,6 +771,7 @@ def case_basic():
         "release": os.uname().release,
         "tc_show": shown,
         "tc_writes": tc_writes,
+        "uncapped": uncapped,
     }
 
 
@@ -773,10 +797,21 @@ def case_malformed():
     sock.sendto(kf.ipv4("127.0.0.1", "127.0.0.1", syn, good), ("127.0.0.1", 0))
     sock.close()
     time.sleep(0.5)
+    counted = netstat().get("TcpExtNGWABadOption", -1) - before.get("TcpExtNGWABadOption", 0)
+    # a socket's own options that run past their end: refused, not counted
+    s = socket.socket()
+    try:
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, bytes([33, 40, 0, 0]))
+        refused = 0
+    except OSError as exc:
+        refused = exc.errno
+    s.close()
     RESULTS["malformed"] = {
         "sent": {name: 3 for name in cases},
-        "bad_counted": netstat().get("TcpExtNGWABadOption", -1)
-        - before.get("TcpExtNGWABadOption", 0),
+        "bad_counted": counted,
+        "setsockopt_refused": refused,
+        "setsockopt_counted": netstat().get("TcpExtNGWABadOption", -1)
+        - before.get("TcpExtNGWABadOption", 0) - counted,
     }
 
 
@@ -834,6 +869,76 @@ def case_age():
                           "mss": 1448, "value": 3000}
     teardown()
     RESULTS["age"] = out
+
+
+def half_closed_sink(size: int, port: int):
+    """Accept one connection, close its sending side at once (the receiver
+    in FIN_WAIT from then on), then read @size bytes."""
+    with inside("rcv"):
+        srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("0.0.0.0", port))
+    srv.listen(1)
+
+    def serve():
+        conn, _ = srv.accept()
+        conn.shutdown(socket.SHUT_WR)
+        got = 0
+        while got < size and (data := conn.recv(1 << 16)):
+            got += len(data)
+        conn.close()
+        srv.close()
+
+    return in_thread(serve)
+
+
+def case_finwait():
+    """A receiver that closed its side first reads 300 kB whose segments
+    carry NGWA 3000 (IP_OPTIONS on the sender)."""
+    testbed(r1_qdisc="bfifo", r2_ngwa=False)
+    sysctls("rcv", tcp_ngwa=1)
+    cap = Capture("rcv", "eth0", OUT / "finwait.pcap")
+    sink = half_closed_sink(300000, PORT + 3)
+    c = connect("10.0.3.1", PORT + 3)
+    c.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, ngwa_ip_options(3000))
+    c.sendall(b"f" * 300000)
+    sink.join(timeout=120)
+    c.close()
+    cap.stop()
+    RESULTS["finwait"] = {"value": 3000}
+    teardown()
+
+
+L2TP = ("la", "lb")
+
+
+def case_l2tp():
+    """An NGWA sender's connection through an L2TPv3 pseudowire over UDP
+    (la 10.9.1.1 -> lb 10.9.1.2, the tunnel between 10.9.0.1 and 10.9.0.2):
+    the inner segments carry the option, the tunnel's UDP packets none."""
+    batch(["ip", "-force"], [f"netns del {n}" for n in L2TP], check=False)
+    batch(["ip"], [f"netns add {n}" for n in L2TP] +
+          ["link add va netns la type veth peer name vb netns lb"])
+    for n, me, peer, dev, tid, sid in (("la", 1, 2, "va", 1, 1), ("lb", 2, 1, "vb", 2, 2)):
+        batch(["ip", "-n", n], [
+            "link set lo up", f"addr add 10.9.0.{me}/24 dev {dev}", f"link set {dev} up",
+            f"l2tp add tunnel tunnel_id {tid} peer_tunnel_id {3 - tid} encap udp "
+            f"local 10.9.0.{me} remote 10.9.0.{peer} udp_sport 1701 udp_dport 1701",
+            f"l2tp add session name l2tpeth0 tunnel_id {tid} session_id {sid} "
+            f"peer_session_id {3 - sid}",
+            f"addr add 10.9.1.{me}/24 dev l2tpeth0", "link set l2tpeth0 up"])
+    sysctls("la", tcp_ngwa=1)
+    outer = Capture("la", "va", OUT / "l2tp_outer.pcap", filt="udp", snaplen=96)
+    inner = Capture("la", "l2tpeth0", OUT / "l2tp_inner.pcap", filt="tcp", snaplen=96)
+    sink = Sink(1, PORT, name="lb")
+    c = connect("10.9.1.2", PORT, name="la")
+    c.sendall(b"l" * 500000)
+    c.close()
+    got = sink.result(timeout=120)[0]
+    outer.stop()
+    inner.stop()
+    batch(["ip", "-force"], [f"netns del {n}" for n in L2TP], check=False)
+    RESULTS["l2tp"] = {"sent": 500000, "received": got}
 
 
 def case_ngwa():
@@ -1220,8 +1325,7 @@ def case_offload():
                   "mapped_sent": mapped_sent, "v6_received": v6_bytes,
                   "r1_stats": qdisc_stats("r1", "eth1"),
                   "received_options": netstat("rcv")["TcpExtNGWARcvOption"]
-                  - before["TcpExtNGWARcvOption"],
-                  "features": ns("rcv", "ethtool", "-k", "eth0", check=False)}
+                  - before["TcpExtNGWARcvOption"]}
     teardown()
     for label, ngwa in (("gro_ngwa", True), ("gro_plain", False)):
         testbed(rate="50mbit", offloads=True, r1_qdisc="ngwa" if ngwa else "bfifo",
@@ -1239,7 +1343,8 @@ def case_offload():
 
 
 CASES = {"basic": case_basic, "malformed": case_malformed, "smooth": case_smooth,
-         "age": case_age, "ngwa": case_ngwa, "insert": case_insert, "pmtu": case_pmtu,
+         "age": case_age, "finwait": case_finwait, "l2tp": case_l2tp, "ngwa": case_ngwa,
+         "insert": case_insert, "pmtu": case_pmtu,
          "gso": case_gso, "scaling": case_scaling, "backlog": case_backlog, "fd": case_fd,
          "modes": case_modes, "wbrto": case_wbrto, "spoof": case_spoof, "flood": case_flood,
          "hostile": case_hostile, "offload": case_offload}
