@@ -511,14 +511,20 @@ def option_sender(spec: str):
     c.close()
 
 
-def reply_sink(size: int, wait: float):
-    """Accept one connection, read @size bytes, wait @wait seconds and send
-    one byte back: the window of that byte is built after the wait."""
+def listener(port: int) -> socket.socket:
+    """A socket of rcv's listening on @port for one connection."""
     with inside("rcv"):
         srv = socket.socket()
     srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("0.0.0.0", PORT))
+    srv.bind(("0.0.0.0", port))
     srv.listen(1)
+    return srv
+
+
+def reply_sink(size: int, wait: float):
+    """Accept one connection, read @size bytes, wait @wait seconds and send
+    one byte back: the window of that byte is built after the wait."""
+    srv = listener(PORT)
 
     def serve():
         conn, _ = srv.accept()
@@ -874,11 +880,7 @@ def case_age():
 def half_closed_sink(size: int, port: int):
     """Accept one connection, close its sending side at once (the receiver
     in FIN_WAIT from then on), then read @size bytes."""
-    with inside("rcv"):
-        srv = socket.socket()
-    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    srv.bind(("0.0.0.0", port))
-    srv.listen(1)
+    srv = listener(port)
 
     def serve():
         conn, _ = srv.accept()
