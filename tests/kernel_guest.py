@@ -1239,8 +1239,10 @@ def case_flood():
     marks["second"] = time.time()
     senders.append(in_thread(send_until, connect("10.0.3.1", PORT + 1), stop))
     time.sleep(12)
+    # the new queue shows between the two marks: tc takes seconds under TCG
+    marks["replacing"] = time.time()
     r1_queue(args="fd flows 256")
-    marks["replaced"] = time.time()         # once tc returned: seconds under TCG
+    marks["replaced"] = time.time()
     flooding.join(timeout=120)
     marks["flood_end"] = time.time()
     stop.set()

@@ -980,10 +980,10 @@ def test_flow_division_survives_a_syn_flood(guest_hostile, request):
     assert all(n > 0 for n in fl["received"]), fl["received"]
     assert max(x["halfopen"] for _, x in series) == 256
     assert max(x["flows"] + x["halfopen"] for _, x in series) <= 2 * 256
-    full = [x["halfopen"] for t, x in series if marks["flood"] + 3 < t < marks["replaced"]]
+    full = [x["halfopen"] for t, x in series if marks["flood"] + 3 < t < marks["replacing"]]
     assert statistics.median(full) == 256, full
     assert set(flows(marks["flood"], marks["second"])) == {1}, series
-    assert set(flows(marks["second"] + 2, marks["replaced"])) == {2}, series
+    assert set(flows(marks["second"] + 2, marks["replacing"])) == {2}, series
     assert set(flows(marks["replaced"] + 2, marks["flood_end"])) == {2}, series
     c = counters(fl["r1_stats"])
     assert c["evicted"] > 1000 and c["refused"] == 0, c
