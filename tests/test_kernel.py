@@ -812,8 +812,15 @@ def test_value_follows_the_backlog(guest_ngwa, request):
                  f"{agree} of {len(samples)} tc samples agree")
 
 
+def ngwa_over_time(samples) -> list[tuple[float, dict]]:
+    """(mid-time, the ngwa qdisc) of each `tc -s -j` sample that shows one
+    (while a queue is replaced, a sample shows its parent alone)."""
+    return [((s["t0"] + s["t1"]) / 2, xstats(s["qdiscs"])) for s in samples
+            if any(q.get("kind") == "ngwa" for q in s["qdiscs"])]
+
+
 def flows_over_time(samples) -> list[tuple[float, int]]:
-    return [((s["t0"] + s["t1"]) / 2, xstats(s["qdiscs"])["flows"]) for s in samples]
+    return [(t, x["flows"]) for t, x in ngwa_over_time(samples)]
 
 
 def test_flow_division_counts_live_flows(guest_ngwa, request):
@@ -924,7 +931,7 @@ def test_spoofed_flood_no_longer_starves_once_the_timeout_passed(guest_hostile, 
     sp = guest_hostile["spoof"]
     marks, limit = sp["marks"], sp["limit"]
     values = ngwa_values(guest_hostile["out"] / "spoof.pcap")
-    series = [((s["t0"] + s["t1"]) / 2, xstats(s["qdiscs"])) for s in sp["samples"]]
+    series = ngwa_over_time(sp["samples"])
 
     def phase(lo, hi):
         return [w for t, w in values if lo <= t < hi]
@@ -966,9 +973,7 @@ def test_flow_division_survives_a_syn_flood(guest_hostile, request):
     forged SYN is ever counted."""
     fl = guest_hostile["flood"]
     marks = fl["marks"]
-    # samples while the queue is replaced show TBF alone
-    series = [((s["t0"] + s["t1"]) / 2, xstats(s["qdiscs"])) for s in fl["samples"]
-              if any(q.get("kind") == "ngwa" for q in s["qdiscs"])]
+    series = ngwa_over_time(fl["samples"])
 
     def flows(lo, hi):
         return [x["flows"] for t, x in series if lo < t < hi]
