@@ -493,15 +493,27 @@ def ngwa_ip_options(value: int) -> bytes:
     return bytes([33, 6]) + value.to_bytes(4, "big") + b"\0\0"
 
 
+def spec_options(item: str) -> bytes:
+    """The IPv4 options of one item of an option_sender() spec."""
+    if item == "none":
+        return b""
+    if item.startswith("len"):              # a malformed length, the value after it
+        length, value = item[3:].split(":")
+        return kf.ngwa(int(value), int(length))
+    if item.startswith("twice:"):           # two well-formed options
+        return kf.ngwa(int(item[6:])) * 2
+    return ngwa_ip_options(UNSET if item == "unset" else int(item))
+
+
 def option_sender(spec: str):
-    """One 100-byte segment per value of @spec (comma-separated: a number,
-    'unset', or 'none' for no option), the NGWA option set on the socket with
+    """One 100-byte segment per item of @spec (comma-separated: a value,
+    'unset', 'none' for no option, 'lenN:value' for an option of length N,
+    'twice:value' for the option twice), the options set on the socket with
     IP_OPTIONS; each waits for its ACK before the next."""
     c = connect("10.0.3.1")
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     for item in spec.split(","):
-        opts = b"" if item == "none" else ngwa_ip_options(UNSET if item == "unset"
-                                                          else int(item))
+        opts = spec_options(item)
         c.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, opts)
         c.sendall(b"v" * 100)
         end = time.monotonic() + 10
@@ -826,6 +838,11 @@ def case_malformed():
 # value that, kept for ever, held a connection at the floor
 SMOOTH_SPEC = ("40000,20000,60000,1000,30000,unset,50000,10000,none,5000,0,25000,unset,"
                "45000,3000,3000,70000,65535,none")
+# malformed options on an established connection, between well-formed ones:
+# lengths 8, 4 and 12, and the option twice, with values that would lower
+# the window or release it
+MALFORMED_SPEC = ("40000,len8:5000,twice:5000,len4:5000,len12:5000,len8:4294967295,30000,"
+                  "twice:4294967295,len8:1000,none")
 
 
 def case_smooth():
@@ -834,23 +851,27 @@ def case_smooth():
     event from tcp_probe, and its releases."""
     out = {}
     testbed(r1_qdisc="bfifo", r2_ngwa=False)
-    for label, smooth, alpha in (("a300", 1, 300), ("a700", 1, 700), ("plain", 0, 300)):
+    for label, smooth, alpha, spec in (("a300", 1, 300, SMOOTH_SPEC),
+                                       ("a700", 1, 700, SMOOTH_SPEC),
+                                       ("plain", 0, 300, SMOOTH_SPEC),
+                                       ("malformed", 0, 300, MALFORMED_SPEC)):
         sysctls("rcv", tcp_ngwa=1, tcp_ngwa_smooth=smooth, tcp_ngwa_alpha=alpha,
                 tcp_ngwa_hold_ms=0)
         before = netstat("rcv")
         sink = Sink()
         probe = Probe()
-        option_sender(SMOOTH_SPEC)
+        option_sender(spec)
         sink.result()
         events = probe.stop()
         after = netstat("rcv")
         rcv = [e for e in events if e["src"].endswith(f":{PORT}") and e["data_len"] > 0]
         out[label] = {
-            "smooth": smooth, "alpha": alpha, "spec": SMOOTH_SPEC.split(","),
+            "smooth": smooth, "alpha": alpha, "spec": spec.split(","),
             "ngwa_window": [e["ngwa_window"] for e in rcv],
             "data_len": [e["data_len"] for e in rcv],
             "released": after["TcpExtNGWARelease"] - before["TcpExtNGWARelease"],
             "received": after["TcpExtNGWARcvOption"] - before["TcpExtNGWARcvOption"],
+            "bad": after["TcpExtNGWABadOption"] - before["TcpExtNGWABadOption"],
         }
     teardown()
     RESULTS["smooth"] = out
@@ -1079,8 +1100,9 @@ def case_backlog():
 
 def case_fd():
     """Flow division: one flow, then two, through r1 with fd (mode 5); the
-    flows tc counts meanwhile and after they close; then a flow whose link
-    goes down, so that no FIN or RST crosses r1 (timeout 2 s)."""
+    flows tc counts meanwhile and after they close; a flow retransmitting
+    after its FIN; then a flow whose link goes down, so that no FIN or RST
+    crosses r1 (timeout 2 s)."""
     out = {}
     testbed(r1_limit=60000, r2_ngwa=False, r1_args="fd")
     ngwa_mode(5)
@@ -1094,6 +1116,7 @@ def case_fd():
         out[flows] = {"bytes": got, "ended": ended, "samples": sampler.stop(),
                       "r1_stats": qdisc_stats("r1", "eth1")}
         cap.stop()
+    out["fin"] = retransmitted_after_fin()
     r1_queue(args="fd timeout 2s")
     Sink()                  # it goes with the namespaces
     stop = threading.Event()
@@ -1113,6 +1136,42 @@ def case_fd():
     teardown()              # the sender's socket, on a link that is down, goes with it
     source.join(timeout=60)
     RESULTS["fd"] = out
+
+
+def retransmitted_after_fin() -> dict:
+    """One flow whose data crosses r1 again after its FIN did: 100 kB that
+    r2 lets through (the flow counts), then, while r2 drops the sender's
+    packets of 256 B or more, 12 kB (within the initial window, so all of
+    it leaves before the FIN) and the FIN, alone and small, which reaches
+    rcv; the data follows as retransmissions once r2 lets it through."""
+    r1_queue(args="fd")
+    sink = Sink()
+    cap = Capture("r1", "eth1", OUT / "fd_fin.pcap", out_only=True)
+    sampler = TcSampler("r1", "eth1", period=0.2)
+    c = connect("10.0.3.1")
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    c.sendall(b"f" * 100_000)
+    end = time.monotonic() + 60
+    while _unacked(c) and time.monotonic() < end:
+        time.sleep(0.01)
+    batch([TC, "-n", "r2"], [
+        "qdisc add dev eth0 ingress",
+        # IPv4 total length below 256: the FIN passes
+        "filter add dev eth0 parent ffff: prio 1 protocol ip u32 "
+        "match ip src 10.0.1.1/32 match u16 0 0xff00 at 2 action pass",
+        "filter add dev eth0 parent ffff: prio 2 protocol ip u32 "
+        "match ip src 10.0.1.1/32 action drop"])
+    c.sendall(b"f" * 12_000)
+    c.shutdown(socket.SHUT_WR)
+    time.sleep(1.0)
+    batch([TC, "-n", "r2"], ["qdisc del dev eth0 ingress"])
+    received = sink.result(timeout=120)[0]
+    c.close()
+    time.sleep(3.0)         # within the timeout (5 s) after the last packet
+    out = {"received": received, "samples": sampler.stop(),
+           "r1_stats": qdisc_stats("r1", "eth1")}
+    cap.stop()
+    return out
 
 
 def case_modes():
@@ -1172,11 +1231,11 @@ def case_wbrto():
         snd = [e for e in events if e.get("dest", "").endswith(f":{PORT}")]
         keep = ("t", "src", "srtt", "rttvar", "rto", "rto_var", "snd_cwnd", "wbrto_cwnd",
                 "wbrto_max_cwnd", "wbrto_awnd", "wbrto_c10", "wbrto_a10", "retransmits",
-                "backoff", "total_retrans")
+                "backoff", "total_retrans", "delivered", "ca_state")
         out[label] = {"iperf": iperf_summary(doc),
                       "knobs": {k: " ".join(read_sysctl("snd", f"net.ipv4.{k}").split())
                                 for k in WBRTO_KNOBS},
-                      "probe_snd": [{k: e[k] for k in keep} for e in snd][-6000:]}
+                      "probe_snd": [{k: e[k] for k in keep} for e in snd]}
     teardown()
     RESULTS["wbrto"] = out
 
