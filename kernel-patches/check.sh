@@ -14,8 +14,8 @@
 #   the headers it touches, are compared with the same files' warnings
 #   before the series: any new one stops the check.
 # - checkpatch.pl --strict of each patch, in the git tree, where it also
-#   runs spdxcheck.py (python3-ply): a warning, or anything on its stderr
-#   (spdxcheck failing), stops the check.
+#   runs spdxcheck.py (python3-ply and python3-git): a warning, or anything
+#   on its stderr (spdxcheck failing), stops the check.
 #
 # The base build (the tree before the series, in this configuration) is
 # kept in $TCPVAR_CACHE/kernel/check-base, so a new version of the

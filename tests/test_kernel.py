@@ -1177,20 +1177,19 @@ def test_wbrto_rto_in_its_interval(guest_wbrto, label, request):
     draws = [d for d in replayed_draws(run["probe_snd"], int(knobs["tcp_wbrto_awnd_gain"]))
              if d[0]["srtt"] and d[0]["wbrto_c10"]]
     assert len(draws) > 200
-    thresholds = knob(knobs, "tcp_wbrto_thresholds")
     by_flow: dict[str, set] = {}
-    near = 0
     for e, cwnd, max_cwnd, awnd in draws:
         # the kernel's awnd is fixed-point, shown floored; the replay is in
-        # floats and misses ACKs whose cwnd moved before their delivery
-        # counted (an undo, the end of a recovery): within a tenth
-        assert e["wbrto_awnd"] - 0.1 <= awnd < e["wbrto_awnd"] + 1.1, (e, awnd)
+        # floats and takes the cwnd of the event before the ACK, where an
+        # ACK that ends a recovery or undoes one moved cwnd before awnd:
+        # 0.03 at most in the runs seen, allowed 0.05
+        assert e["wbrto_awnd"] - 0.05 <= awnd < e["wbrto_awnd"] + 1.05, (e, awnd)
         assert (e["wbrto_cwnd"], e["wbrto_max_cwnd"]) == (cwnd, max_cwnd), (e, cwnd, max_cwnd)
-        if any(abs(awnd - t) < 1.1 for t in thresholds):
-            near += 1               # the replay cannot tell which side
-            continue
-        c, a, top = draw(cwnd, max_cwnd, awnd, knobs)
-        assert (e["wbrto_c10"], e["wbrto_a10"]) == (c, a), (e, awnd)
+        # within 0.05 of a threshold either side's a_i is right
+        sides = {draw(cwnd, max_cwnd, x, knobs) for x in (awnd - 0.05, awnd + 0.05)}
+        match = [d for d in sides if d[:2] == (e["wbrto_c10"], e["wbrto_a10"])]
+        assert match, (e, sides)
+        top = match[0][2]
         lo = max(e["srtt"], 200_000)
         top = min(top, 120_000_000)
         if top > lo:
@@ -1198,11 +1197,9 @@ def test_wbrto_rto_in_its_interval(guest_wbrto, label, request):
         else:
             assert lo <= e["rto"] <= lo + 1000, e
         by_flow.setdefault(e["src"], set()).add(e["rto"])
-    assert near < len(draws) / 4, (near, len(draws))
     assert len(by_flow) >= 6 and sum(len(v) > 1 for v in by_flow.values()) >= len(by_flow) / 2
     assert len({min(v) for v in by_flow.values()}) > 1
-    saw(request, f"{len(draws)} draws replayed, {len(draws) - near} checked "
-                 f"({near} with awnd within 1.1 of a threshold)")
+    saw(request, f"{len(draws)} draws replayed")
 
 
 def test_wbrto_rto_uniform(guest_wbrto, request):
