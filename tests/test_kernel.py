@@ -1179,14 +1179,16 @@ def test_wbrto_rto_in_its_interval(guest_wbrto, label, request):
     assert len(draws) > 200
     by_flow: dict[str, set] = {}
     for e, cwnd, max_cwnd, awnd in draws:
-        # the kernel's awnd is fixed-point, shown floored; the replay is in
-        # floats and takes the cwnd of the event before the ACK, where an
-        # ACK that ends a recovery or undoes one moved cwnd before awnd:
-        # 0.03 at most in the runs seen, allowed 0.05
-        assert e["wbrto_awnd"] - 0.05 <= awnd < e["wbrto_awnd"] + 1.05, (e, awnd)
+        # The kernel's awnd is fixed-point, shown floored. The replay counts
+        # every segment delivered between two events, but the kernel's ACK
+        # paths for old ACKs carrying SACKs and for D-SACKs on an empty
+        # queue count delivery without moving awnd: 0.06 at most in three
+        # runs, allowed 0.1. With the gain applied once per ACK instead of
+        # once per segment the replay fell 0.18 below (the custom run)
+        assert e["wbrto_awnd"] - 0.1 <= awnd < e["wbrto_awnd"] + 1.1, (e, awnd)
         assert (e["wbrto_cwnd"], e["wbrto_max_cwnd"]) == (cwnd, max_cwnd), (e, cwnd, max_cwnd)
-        # within 0.05 of a threshold either side's a_i is right
-        sides = {draw(cwnd, max_cwnd, x, knobs) for x in (awnd - 0.05, awnd + 0.05)}
+        # within 0.1 of a threshold either side's a_i is right
+        sides = {draw(cwnd, max_cwnd, x, knobs) for x in (awnd - 0.1, awnd + 0.1)}
         match = [d for d in sides if d[:2] == (e["wbrto_c10"], e["wbrto_a10"])]
         assert match, (e, sides)
         top = match[0][2]
