@@ -526,7 +526,6 @@ def test_malformed_options_on_a_connection_change_nothing(guest_basic, request):
     bad = [s for s in spec if s.startswith(("len", "twice"))]
     assert run["data_len"] == [100] * len(spec)
     assert run["ngwa_window"] == expected_windows(spec, False, 0)
-    assert run["ngwa_window"][-1] == 30000
     assert run["bad"] == len(bad) and run["received"] == 2 and run["released"] == 0, run
     saw(request, f"{len(bad)} malformed among {len(spec)} segments: the window kept "
                  f"{run['ngwa_window'][1:]}")
@@ -1187,11 +1186,12 @@ def test_wbrto_rto_in_its_interval(guest_wbrto, label, request):
     for e, cwnd, max_cwnd, awnd in draws:
         # The kernel's awnd is fixed-point, shown floored. The replay fell
         # at most 0.052 below it and rose at most 0.016 above floor + 1 in
-        # four runs (as it counts every segment delivered between two
-        # events, where the kernel's paths for old ACKs carrying SACKs and
-        # for D-SACKs on an empty queue count delivery without moving
-        # awnd): allowed 0.1. With the gain applied once per ACK instead
-        # of once per segment it fell 0.17 below (the custom run)
+        # four runs: it counts every segment delivered between two events,
+        # and the kernel's paths for old ACKs carrying SACKs and for
+        # D-SACKs on an empty queue count delivery without moving awnd
+        # (likely the rest; the events do not say which path an ACK took).
+        # Allowed 0.1. With the gain applied once per ACK instead of once
+        # per segment it fell 0.17 below (the custom run)
         assert e["wbrto_awnd"] - 0.1 <= awnd < e["wbrto_awnd"] + 1.1, (e, awnd)
         assert (e["wbrto_cwnd"], e["wbrto_max_cwnd"]) == (cwnd, max_cwnd), (e, cwnd, max_cwnd)
         # within 0.1 of a threshold either side's a_i is right
