@@ -15,6 +15,7 @@ sanitizer report.
 from __future__ import annotations
 
 import bisect
+import collections
 import errno
 import json
 import math
@@ -646,6 +647,15 @@ def test_receiver_window_never_shrinks_nor_passes_the_value(guest_ngwa, request)
     saw(request, f"{checked} ACKs moving the edge, {bounded} of them held by a value")
 
 
+def values_by_segment(pcap: Path) -> dict[int, int]:
+    """The NGWA value of each data segment the sender sent once, by its
+    sequence number (retransmitted ones left out)."""
+    rows = tshark(pcap, "tcp.seq_raw", "ngwa.window",
+                  filt="ip.src == 10.0.1.1 && tcp.len > 0 && ngwa.window")
+    seen = collections.Counter(seq for seq, _ in rows)
+    return {int(seq): int(w) for seq, w in rows if seen[seq] == 1}
+
+
 def test_ngwa_values_bounded_by_the_queues(guest_ngwa, request):
     out = guest_ngwa["out"]
     mid = [w for _, w in ngwa_values(out / "ngwa_r1_out.pcap")]      # after r1 (60000 B)
@@ -658,8 +668,13 @@ def test_ngwa_values_bounded_by_the_queues(guest_ngwa, request):
     # r1's lower values still come through
     assert UNSET not in rcv and max(rcv) <= 45000 and min(rcv) < 45000
     assert counters(guest_ngwa["ngwa"]["r1_stats"])["lowered"] > 0
+    # segment by segment, r2 never raises what r1 wrote
+    at_r1, at_rcv = (values_by_segment(out / f) for f in ("ngwa_r1_out.pcap", "ngwa_rcv.pcap"))
+    both = at_r1.keys() & at_rcv.keys()
+    assert len(both) > 200 and all(at_rcv[seq] <= at_r1[seq] for seq in both)
+    kept = sum(at_rcv[seq] == at_r1[seq] for seq in both)
     saw(request, f"{len(rcv)} values; max {max(mid)} after r1 (60000 B), {max(rcv)} after r2 "
-                 "(45000 B)")
+                 f"(45000 B); {kept} of {len(both)} segments kept r1's value")
 
 
 def test_router_inserts_the_option_into_data_only(guest_ngwa, request):
