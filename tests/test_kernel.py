@@ -747,7 +747,10 @@ def test_shapers_are_charged_what_leaves(guest_ngwa, shaper, request):
     assert any(n + 66 <= 3000 for n, _ in merged), merged[:5]
     sent = frames(out / f"gso_{shaper}_out.pcap")
     assert max(n for n, _ in sent) <= WIRE
-    assert counters(g["r1_stats"])["inserted"] > 500
+    # every data segment that left got the option (a count that depends on
+    # no rate: the host's load sets how many there are)
+    data = sum(1 for _, t in sent if t)
+    assert data > 100 and counters(g["r1_stats"])["inserted"] == data
     for kind in (shaper, "ngwa"):
         b4 = next(q for q in g["before"] if q["kind"] == kind)
         now = next(q for q in g["after"] if q["kind"] == kind)
