@@ -459,9 +459,7 @@ def sized_sender(sizes, port: int) -> None:
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     for n in sizes:
         c.sendall(b"s" * n)
-        end = time.monotonic() + 10
-        while _unacked(c) and time.monotonic() < end:
-            time.sleep(0.005)
+        wait_acked(c)
         time.sleep(0.05)
     c.close()
 
@@ -487,6 +485,13 @@ def bulk(seconds=4, flows=1) -> list[int]:
 def _unacked(sock) -> int:
     info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
     return struct.unpack_from("I", info, 24)[0]      # tcpi_unacked
+
+
+def wait_acked(sock, timeout: float = 10.0) -> None:
+    """Until all @sock sent is acknowledged, or @timeout s passed."""
+    end = time.monotonic() + timeout
+    while _unacked(sock) and time.monotonic() < end:
+        time.sleep(0.005)
 
 
 def ngwa_ip_options(value: int) -> bytes:
@@ -516,9 +521,7 @@ def option_sender(spec: str):
         opts = spec_options(item)
         c.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, opts)
         c.sendall(b"v" * 100)
-        end = time.monotonic() + 10
-        while _unacked(c) and time.monotonic() < end:
-            time.sleep(0.005)
+        wait_acked(c)
     time.sleep(0.3)
     c.close()
 
@@ -1151,9 +1154,7 @@ def retransmitted_after_fin() -> dict:
     c = connect("10.0.3.1")
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     c.sendall(b"f" * 100_000)
-    end = time.monotonic() + 60
-    while _unacked(c) and time.monotonic() < end:
-        time.sleep(0.01)
+    wait_acked(c, 60)
     batch([TC, "-n", "r2"], [
         "qdisc add dev eth0 ingress",
         # IPv4 total length below 256: the FIN passes
