@@ -39,8 +39,10 @@ KSRC="linux-source-6.1=$(cat kernel-patches/VERSION)"
 $SUDO apt-get install -y -q --no-install-recommends \
 	git bc bison flex cpio dwarves libssl-dev pkg-config dpkg-dev libmnl-dev xz-utils \
 	sparse python3-ply python3-git
-if ! $SUDO apt-get install -y -q --no-install-recommends "$KSRC"; then
-	echo "bootstrap: $KSRC is not in apt's lists: tcpvar kernel build (--ngwa, --wbrto)" \
+# the first apt-get once upgraded linux-source-6.1 together with bpftool and
+# linux-libc-dev, built from the same source: back to the pinned version
+if ! $SUDO apt-get install -y -q --no-install-recommends --allow-downgrades "$KSRC"; then
+	echo "bootstrap: cannot install $KSRC: tcpvar kernel build (--ngwa, --wbrto)" \
 		"will not work; everything else will" >&2
 fi
 if ! grep -rqs '^Types: *deb-src' /etc/apt/sources.list.d/ &&
