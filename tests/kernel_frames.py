@@ -13,6 +13,7 @@ import socket
 import struct
 
 NGWA = 33
+PORT = 5201                 # the guest's servers listen here
 EOL, NOP = 0, 1
 
 
@@ -136,6 +137,38 @@ def garbage_frame(rng: random.Random, dst_mac: bytes, src_mac: bytes, src: str,
         full = ipv4(src, dst, tcp(1, 2, 3, 4, 0x18, b"x" * 64), opts)
         body = full[:rng.randint(0, len(full))]
     return ether(dst_mac, src_mac, body)
+
+
+# The hostile case's frames, from their seeds: the guest sends them, and
+# test_kernel makes them again to count what r1's queue should find in them
+POOL = 5000
+
+
+def routed_frames(seed: int, count: int, dst_mac: bytes, src_mac: bytes, port: int):
+    """(category, frame) of @count frames for r1's IPv4 input: a pool of
+    POOL, then picks from it."""
+    rng = random.Random(seed)
+    pool = [routed_frame(rng, "10.0.1.1", ["10.0.3.1", "10.0.4.7"], dst_mac, src_mac,
+                         (40000, port)) for _ in range(POOL)]
+    for i in range(count):
+        yield pool[i] if i < POOL else pool[rng.randrange(POOL)]
+
+
+def garbage_frames(seed: int, count: int, dst_mac: bytes, src_mac: bytes):
+    """@count frames for a queue: a pool of POOL, round and round."""
+    rng = random.Random(seed)
+    pool = [garbage_frame(rng, dst_mac, src_mac, "10.0.1.1", "10.0.4.9") for _ in range(POOL)]
+    for i in range(count):
+        yield pool[i % POOL]
+
+
+def copy_options(seed: int, count: int):
+    """(options, IPv4 identification) of @count copies of a connection's
+    segments."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        _, opts = hostile_options(rng)
+        yield opts[:40], rng.getrandbits(16)
 
 
 def syn(src: str, dst: str, sport: int, dport: int, seq: int, mac: tuple[bytes, bytes],

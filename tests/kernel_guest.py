@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import json
 import os
 import random
@@ -30,7 +31,7 @@ import kernel_frames as kf
 OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
 TC = sys.argv[2] if len(sys.argv) > 2 else "tc"
 TRACEFS = Path("/sys/kernel/tracing")
-PORT = 5201
+PORT = kf.PORT
 NAMESPACES = ("snd", "r1", "r2", "rcv")
 RESULTS: dict = {}
 UNSET = 0xFFFFFFFF
@@ -587,6 +588,13 @@ def packet_socket(name: str, dev: str) -> socket.socket:
     return s
 
 
+def tx_dropped(name: str, dev: str) -> int:
+    """Frames @dev dropped on the way out (a veth's: its peer's input
+    backlog was full)."""
+    link = json.loads(sh("ip", "-n", name, "-s", "-j", "link", "show", "dev", dev))
+    return link[0]["stats64"]["tx"]["dropped"]
+
+
 def mac(name: str, dev: str) -> bytes:
     # a packet socket's address, not sysfs: /sys shows the devices of the
     # namespace that mounted it, not those of the namespace entered
@@ -597,13 +605,10 @@ def mac(name: str, dev: str) -> bytes:
 def hostile_routed(count: int, seed: int) -> dict:
     """@count hostile frames from snd's eth0 to r1 (IPv4 input, forwarding,
     the ngwa qdisc, r2, then rcv's TCP or r2's blackhole), by category."""
-    rng, sock = random.Random(seed), packet_socket("snd", "eth0")
-    dst, src = mac("r1", "eth0"), mac("snd", "eth0")
-    pool = [kf.routed_frame(rng, "10.0.1.1", ["10.0.3.1", "10.0.4.7"], dst, src,
-                            (40000, PORT)) for _ in range(5000)]
+    sock = packet_socket("snd", "eth0")
     counts: dict = {}
-    for i in range(count):
-        cat, frame = pool[i] if i < len(pool) else pool[rng.randrange(len(pool))]
+    for cat, frame in kf.routed_frames(seed, count, mac("r1", "eth0"), mac("snd", "eth0"),
+                                       PORT):
         try:
             sock.send(frame)
         except OSError:
@@ -616,25 +621,23 @@ def hostile_routed(count: int, seed: int) -> dict:
 def hostile_qdisc(count: int, seed: int) -> dict:
     """@count frames of garbage handed to r1's eth1, straight into its ngwa
     qdisc (a packet socket's frames take the qdisc, not IPv4's checks)."""
-    rng, sock = random.Random(seed), packet_socket("r1", "eth1")
-    dst, src = mac("r2", "eth0"), mac("r1", "eth1")
-    pool = [kf.garbage_frame(rng, dst, src, "10.0.1.1", "10.0.4.9") for _ in range(5000)]
-    sent = 0
-    for i in range(count):
+    sock = packet_socket("r1", "eth1")
+    refused = []
+    for i, frame in enumerate(kf.garbage_frames(seed, count, mac("r2", "eth0"),
+                                                mac("r1", "eth1"))):
         try:
-            sock.send(pool[i % len(pool)])
-            sent += 1
+            sock.send(frame)
         except OSError:
-            pass
+            refused.append(i)
     sock.close()
-    return {"sent": sent}
+    return {"sent": count - len(refused), "refused": refused}
 
 
 def hostile_copies(count: int, seed: int) -> dict:
     """@count copies of the data segments a real connection (port PORT) sends
     from snd, in window for the receiver, with hostile IPv4 options in place
     of their own."""
-    rng = random.Random(seed)
+    options = kf.copy_options(seed, count)
     with inside("snd"):
         # ETH_P_ALL: the frames a host sends reach only such sockets
         rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
@@ -662,10 +665,8 @@ def hostile_copies(count: int, seed: int) -> dict:
         # checksum made right again: the copy stays in window for TCP
         segment = kf.tcp_checksummed("10.0.1.1", "10.0.3.1",
                                      segment[:16] + b"\0\0" + segment[18:1440])
-        for _ in range(8):
-            _, opts = kf.hostile_options(rng)
-            tx.send(frame[:14] + kf.ipv4("10.0.1.1", "10.0.3.1", segment, opts[:40],
-                                        ident=rng.getrandbits(16)))
+        for opts, ident in itertools.islice(options, 8):
+            tx.send(frame[:14] + kf.ipv4("10.0.1.1", "10.0.3.1", segment, opts, ident=ident))
             sent += 1
     rx.close()
     tx.close()
@@ -1329,6 +1330,10 @@ def recovered(sink: Sink, rate: float, within: float = 150.0) -> bool:
     return False
 
 
+# (count, seed) of each kind of hostile frame
+HOSTILE = {"copies": (10000, 3), "routed": (60000, 1), "qdisc": (32000, 2)}
+
+
 def case_hostile():
     """Over 100,000 hostile frames: from snd through r1's IPv4 input, its
     `ngwa fd` queue and r2 to rcv's TCP (or r2's blackhole); garbage handed
@@ -1342,8 +1347,13 @@ def case_hostile():
     sink, stop = Sink(), threading.Event()
     source = in_thread(pump, 900, "10.0.3.1", PORT, stop)
     t0 = time.time()
-    sent = {"copies": hostile_copies(10000, 3), "routed": hostile_routed(60000, 1),
-            "qdisc": hostile_qdisc(32000, 2)}
+    dropped = tx_dropped("snd", "eth0")
+    sent = {"copies": hostile_copies(*HOSTILE["copies"]),
+            "routed": hostile_routed(*HOSTILE["routed"])}
+    # what r1 forwarded apart from what is handed to its queue directly
+    stats_routed = qdisc_stats("r1", "eth1")
+    dropped = tx_dropped("snd", "eth0") - dropped
+    sent["qdisc"] = hostile_qdisc(*HOSTILE["qdisc"])
     took = time.time() - t0
     stop.set()
     source.join(timeout=60)
@@ -1358,6 +1368,7 @@ def case_hostile():
     RESULTS["hostile"] = {
         "sent": sent, "took_s": took, "limit": 60000, "after_bytes": got,
         "after_samples": samples, "stats_after_flood": stats_after_flood,
+        "plan": HOSTILE, "stats_routed": stats_routed, "snd_tx_dropped": dropped,
         "netstat": {n: {k: v - before[n].get(k, 0) for k, v in netstat(n).items()
                         if k.startswith("TcpExtNGWA") or k.startswith("IpExt")}
                     for n in NAMESPACES}}

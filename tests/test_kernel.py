@@ -24,6 +24,7 @@ import re
 import shutil
 import signal
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+import kernel_frames as kf
 from probe_scenario import stock_rto_matches
 from tcpvar.artefacts.probe_record import TRACEPOINT_RENAMES
 from tcpvar.capture import vm
@@ -1060,11 +1062,75 @@ def test_flow_division_survives_a_syn_flood(guest_hostile, request):
                  f"4-tuple; {c['evicted']} evicted; 1, then 2 flows counted throughout")
 
 
+# What r1's queue leaves alone as malformed, from RFC 791's rules for the
+# options and the NGWA option's own (exactly one, of 6 bytes): the truth the
+# hostile case's counts are held to, frame by frame
+
+def option_list(ip: bytes, hlen: int) -> list[tuple[int, int]] | None:
+    """(type, length) of the options of an IPv4 header of @hlen bytes, up to
+    the end of the list; None if one is shorter than 2 bytes or runs past
+    the header."""
+    found, off = [], 20
+    while off < hlen and ip[off] != kf.EOL:
+        if ip[off] == kf.NOP:
+            off += 1
+            continue
+        if off + 2 > hlen or ip[off + 1] < 2 or off + ip[off + 1] > hlen:
+            return None
+        found.append((ip[off], ip[off + 1]))
+        off += ip[off + 1]
+    return found
+
+
+def queue_finds_malformed(ip: bytes) -> bool:
+    """Whether the queue reads @ip (its IPv4 packet as the queue gets it) as
+    TCP, unfragmented or the first fragment, with both headers whole, and
+    finds its options malformed or its NGWA option other than one of 6 B."""
+    if len(ip) < 20 or ip[0] >> 4 != 4 or ip[0] & 0xF < 5 or ip[9] != 6 or \
+            struct.unpack("!H", ip[6:8])[0] & 0x1FFF:
+        return False
+    hlen = (ip[0] & 0xF) * 4
+    if len(ip) < hlen + 20 or ip[hlen + 12] >> 4 < 5 or len(ip) < hlen + (ip[hlen + 12] >> 4) * 4:
+        return False
+    options = option_list(ip, hlen)
+    return options is None or [n for t, n in options if t == kf.NGWA] not in ([], [6])
+
+
+def forwarded(ip: bytes) -> bytes | None:
+    """@ip as IPv4 input forwards it (cut to its total length), or None:
+    a header that is short, of another version, with a wrong checksum or
+    length, or options that break RFC 791's rules."""
+    if len(ip) < 20 or ip[0] >> 4 != 4 or ip[0] & 0xF < 5:
+        return None
+    hlen, total = (ip[0] & 0xF) * 4, struct.unpack("!H", ip[2:4])[0]
+    if len(ip) < hlen or kf.checksum(ip[:hlen]) or not hlen <= total <= len(ip):
+        return None
+    return ip[:total] if option_list(ip, hlen) is not None else None
+
+
+def expected_malformed(plan: dict) -> tuple[int, int]:
+    """(routed and copies, handed to the queue): how many frames of the
+    hostile case r1's queue should count as malformed."""
+    (n_routed, seed_routed), (n_copies, seed_copies), (n_qdisc, seed_qdisc) = (
+        plan["routed"], plan["copies"], plan["qdisc"])
+    zero = bytes(6)
+    routed = [forwarded(frame[14:]) for _, frame in
+              kf.routed_frames(seed_routed, n_routed, zero, zero, kf.PORT)]
+    # a copy's segment: the connection's data, whatever its bytes
+    segment = kf.tcp(40000, kf.PORT, 1, 1, 0x18, bytes(1000))
+    copies = [forwarded(kf.ipv4("10.0.1.1", "10.0.3.1", segment, opts))
+              for opts, _ in kf.copy_options(seed_copies, n_copies)]
+    garbage = kf.garbage_frames(seed_qdisc, n_qdisc, zero, zero)
+    return (sum(1 for ip in routed + copies if ip and queue_finds_malformed(ip)),
+            sum(1 for frame in garbage if queue_finds_malformed(frame[14:])))
+
+
 def test_hostile_frames_cross_without_harm(guest_hostile, request):
     """Over 100,000 hostile frames crossed r1's ngwa queue (routed, handed to
     it directly, and copies in window of a real connection's segments); the
-    routers and the receiver counted the malformed options; a transfer after
-    them is one flow with its whole window."""
+    queue counted as malformed exactly the frames RFC 791 and the NGWA
+    option's rules say; the routers and the receiver counted the malformed
+    options; a transfer after them is one flow with its whole window."""
     h = guest_hostile["hostile"]
     routed = h["sent"]["routed"]
     total = sum(routed.values()) + h["sent"]["qdisc"]["sent"] + h["sent"]["copies"]["sent"]
@@ -1073,8 +1139,16 @@ def test_hostile_frames_cross_without_harm(guest_hostile, request):
     assert cats >= {"options", "bad_ihl", "short", "cut", "fragment", "non_tcp", "tcp_flags"}
     kinds = {k.split(":")[1] for k in routed}
     assert kinds >= {"length", "truncated", "doubled", "post_eol", "random", "valid"}
-    r1 = counters(h["stats_after_flood"]["r1"])
-    assert r1["malformed"] > 1000 and r1["lowered"] > 0
+    # every frame sent, so that the truth counts the frames that were
+    assert not any(k.startswith("refused") for k in routed) and not h["sent"]["qdisc"]["refused"]
+    assert h["sent"]["copies"]["sent"] == h["plan"]["copies"][0]
+    r1, r1_routed = counters(h["stats_after_flood"]["r1"]), counters(h["stats_routed"])
+    want_routed, want_qdisc = expected_malformed(h["plan"])
+    # routed frames a full input backlog dropped (veth's tx drops) never got there
+    assert want_routed - h["snd_tx_dropped"] <= r1_routed["malformed"] <= want_routed, \
+        (r1_routed["malformed"], want_routed, h["snd_tx_dropped"])
+    assert r1["malformed"] - r1_routed["malformed"] == want_qdisc, (r1, r1_routed, want_qdisc)
+    assert r1["lowered"] > 0
     assert h["netstat"]["rcv"]["TcpExtNGWABadOption"] > 1000
     assert h["netstat"]["r1"]["TcpExtNGWABadOption"] > 1000
     assert h["after_bytes"][0] > 0
@@ -1083,7 +1157,9 @@ def test_hostile_frames_cross_without_harm(guest_hostile, request):
     values = [w for _, w in ngwa_values(guest_hostile["out"] / "hostile_after.pcap")]
     assert statistics.median(values) > 0.5 * h["limit"] * MSS / WIRE
     saw(request, f"{total:,} frames in {h['took_s']:.0f} s; r1 left {r1['malformed']:,} "
-                 "malformed alone; TcpExtNGWABadOption " + ", ".join(
+                 f"malformed alone ({r1_routed['malformed']:,} forwarded, of {want_routed:,} "
+                 f"due; {r1['malformed'] - r1_routed['malformed']:,} handed to it, of "
+                 f"{want_qdisc:,}); TcpExtNGWABadOption " + ", ".join(
                      f"{h['netstat'][n]['TcpExtNGWABadOption']:,} at {n}"
                      for n in ("r1", "r2", "rcv"))
                  + f"; then 1 flow, median value {statistics.median(values):.0f} B")
@@ -1102,10 +1178,19 @@ def test_ngwa_with_tso_gso_and_gro(guest_offload, request):
     c = counters(tso["r1_stats"])
     assert c["lowered"] > 0 and c["inserted"] > 0
     assert tso["received_options"] > 100
-    values = [w for _, w in ngwa_values(guest_offload["out"] / "offload_rcv.pcap")]
+    pcap = guest_offload["out"] / "offload_rcv.pcap"
+    values = [w for _, w in ngwa_values(pcap)]
     assert values and max(values) <= 60000
+    # Both transfers' data segments, the sender's TSO packets cut by its
+    # GSO or by r1's queue: each arrives with the option (the sender's, or
+    # r1's in the second), unless r1 counted it as not fitting or DF
+    data = tshark(pcap, "ngwa.window", filt=f"ip.src == 10.0.1.1 && tcp.dstport == {kf.PORT} "
+                                            "&& tcp.len > 0")
+    bare = sum(1 for (w,) in data if not w)
+    assert len(data) > 1000 and bare <= c["nofit"] + c["df"], (len(data), bare, c)
     saw(request, f"{c['lowered']} lowered, {c['inserted']} inserted, values up to "
-                 f"{max(values)} B")
+                 f"{max(values)} B; {len(data) - bare} of {len(data)} data segments with "
+                 "the option")
 
 
 def test_gro_does_not_merge_ngwa_segments(guest_offload, request):
@@ -1130,9 +1215,15 @@ def test_ipv6_beside_ngwa_unharmed(guest_offload, request):
     assert all(n > 0 for n in tso["v6_received"]) and len(tso["v6_received"]) == 2
     assert len(tso["mapped_sent"]) == 1 and tso["mapped_sent"][0] > 0
     pcap = guest_offload["out"] / "offload_rcv.pcap"
-    assert not tshark(pcap, "frame.number", filt="ipv6.fragment || ipv6.nxt == 44")
+    assert not tshark(pcap, "frame.number", filt="ipv6.fragment || ipv6.nxt == 44 || "
+                                                 "ip.flags.mf == 1 || ip.frag_offset > 0")
     sizes = [int(n) for (n,) in tshark(pcap, "tcp.len", filt="ipv6.src && tcp.len > 0")]
     assert max(sizes) > 1024
+    # the v4-mapped socket's segments carry its own option: DF is set, so
+    # r1 would not have inserted one
+    mapped = tshark(pcap, "ngwa.window", "ip.flags.df",
+                    filt=f"ip.src == 10.0.1.1 && tcp.dstport == {kf.PORT + 1} && tcp.len > 0")
+    assert mapped and all(w and df in ("1", "True") for w, df in mapped), mapped[:5]
     saw(request, f"{sum(tso['v6_received']) / 1e6:.1f} MB over IPv6, "
                  f"{tso['mapped_sent'][0] / 1e6:.1f} MB v4-mapped, no fragment")
 
