@@ -3,8 +3,9 @@ a read-only snapshot of the host's filesystem, with the output folder
 writable, and carry out the session's runs there (capture/guest.py).
 KVM is used when it boots a guest here, TCG otherwise; the answer is
 remembered in the cache. Before the first KVM boot, a firmware of a few
-bytes run under KVM with the CPU virtme-ng asks for tells in a fraction of
-a second whether a guest can start at all."""
+hundred bytes run under KVM with the CPU virtme-ng asks for, which goes to
+64-bit mode as Linux does and runs a short loop there, tells in a fraction
+of a second (at most KVM_PROBE_S) whether a guest gets going at all."""
 from __future__ import annotations
 
 import contextlib
@@ -33,7 +34,8 @@ from .kernels import Kernel
 VM_CPUS = 2
 VM_MEMORY = "2G"
 KVM_TRIAL_S = 45          # a KVM boot that says nothing by then is taken as not working
-KVM_PROBE_S = 5           # the probe takes 0.05-0.3 s here (2 busy cores); a hang is not a start
+KVM_PROBE_S = 5           # the probe takes 0.3-0.4 s under TCG here, a working KVM well under that;
+                          # a hang, or a guest too slow to finish by then, is not a start
 SILENCE_S = 90            # a running guest reports every second; this long without a word is a hang
 
 
@@ -69,24 +71,102 @@ def _remember_kvm(boots: bool) -> None:
     kvm_state_file().write_text(json.dumps({"boots": boots}))
 
 
-# the probe guest: a 64 KiB BIOS image whose reset vector (its last 16 bytes,
-# run first, in real mode) is `mov al, 0x2a; out 0xf4, al; hlt`; the
-# isa-debug-exit device at port 0xf4 ends QEMU with status (0x2a << 1) | 1
-_PROBE_CODE = bytes([0xB0, 0x2A, 0xE6, 0xF4, 0xF4])
+# The probe guest: a 64 KiB BIOS image, which QEMU maps just below 4 GiB
+# and again at 0xF0000. Its reset vector (its last 16 bytes, run first, in
+# real mode with CS base 0xFFFF0000) jumps to its start at 0xF0000, which does
+# what Linux does after its real-mode setup: 32-bit protected mode (GDT,
+# CR0.PE, far jump), then long mode (identity-mapped page tables with PAE,
+# EFER.LME, CR0.PG, far jump to a 64-bit code segment). In 64-bit mode it
+# writes 14 MiB of RAM and runs a loop of 100 million instructions, work of
+# the kind the kernel's decompressor does, and only then writes 0x2a to the
+# isa-debug-exit device at port 0xf4, which ends QEMU with status
+# (0x2a << 1) | 1.
+# Why not less: a real-mode-only probe (`mov al, 0x2a; out 0xf4, al; hlt`)
+# exited at once under a KVM on which Linux stalled after its real-mode
+# setup. On that KVM every step above works within 0.1 s, but guest code runs
+# at about a million instructions a second, in every mode, some 500 times
+# slower than TCG: Linux stalls in its decompressor, in long mode. The loop
+# should take a working KVM some tens of milliseconds; it takes TCG 0.3 s,
+# that KVM minutes.
+# The descriptors have their accessed bit set: loading one with it clear
+# makes the CPU write it into the GDT, here read-only firmware, and that
+# KVM then hangs on the far jump (Linux keeps its GDT in RAM).
+_PROBE_CODE = bytes.fromhex(
+    # 16-bit real mode, at 0xF0000 = CS 0xF000
+    "fa"                              # 00 cli
+    "2e 0f 01 16 d8 00"               # 01 lgdt cs:[0xd8]             the GDT below
+    "0f 20 c0"                        # 07 mov eax, cr0
+    "66 83 c8 01"                     # 0a or eax, 1                  CR0.PE
+    "0f 22 c0"                        # 0e mov cr0, eax
+    "66 ea 19 00 0f 00 08 00"         # 11 jmp dword 0x08:0xf0019     to 32-bit code
+    # 32-bit protected mode
+    "b8 10 00 00 00"                  # 19 mov eax, 0x10
+    "8e d8"                           # 1e mov ds, eax
+    "8e c0"                           # 20 mov es, eax
+    "8e d0"                           # 22 mov ss, eax
+    "bf 00 10 00 00"                  # 24 mov edi, 0x1000            zero the page tables:
+    "31 c0"                           # 29 xor eax, eax               PML4 0x1000, PDPT 0x2000,
+    "b9 00 0c 00 00"                  # 2b mov ecx, 0xc00             PD 0x3000
+    "f3 ab"                           # 30 rep stosd
+    "c7 05 00 10 00 00 03 20 00 00"   # 32 mov dword [0x1000], 0x2003 PML4[0]: PDPT, present+write
+    "c7 05 00 20 00 00 03 30 00 00"   # 3c mov dword [0x2000], 0x3003 PDPT[0]: PD, present+write
+    "bf 00 30 00 00"                  # 46 mov edi, 0x3000            PD: 512 2 MiB pages, the
+    "b8 83 00 00 00"                  # 4b mov eax, 0x83              first 1 GiB (2 MiB page,
+    "b9 00 02 00 00"                  # 50 mov ecx, 512               present+write)
+    "89 07"                           # 55 1: mov [edi], eax
+    "05 00 00 20 00"                  # 57 add eax, 0x200000
+    "83 c7 08"                        # 5c add edi, 8
+    "e2 f4"                           # 5f loop 1b
+    "0f 20 e0"                        # 61 mov eax, cr4
+    "83 c8 20"                        # 64 or eax, 0x20               CR4.PAE
+    "0f 22 e0"                        # 67 mov cr4, eax
+    "b8 00 10 00 00"                  # 6a mov eax, 0x1000
+    "0f 22 d8"                        # 6f mov cr3, eax
+    "b9 80 00 00 c0"                  # 72 mov ecx, 0xc0000080        EFER
+    "0f 32"                           # 77 rdmsr
+    "0d 00 01 00 00"                  # 79 or eax, 0x100              EFER.LME
+    "0f 30"                           # 7e wrmsr
+    "0f 20 c0"                        # 80 mov eax, cr0
+    "0d 00 00 00 80"                  # 83 or eax, 0x80000000         CR0.PG: long mode
+    "0f 22 c0"                        # 88 mov cr0, eax
+    "ea 92 00 0f 00 18 00"            # 8b jmp 0x18:0xf0092           to 64-bit code
+    # 64-bit long mode
+    "bf 00 00 10 00"                  # 92 mov edi, 0x100000          write 1 MiB .. 15 MiB
+    "48 89 3f"                        # 97 2: mov [rdi], rdi
+    "48 83 c7 08"                     # 9a add rdi, 8
+    "81 ff 00 00 f0 00"               # 9e cmp edi, 0xf00000
+    "72 f1"                           # a4 jb 2b
+    "b9 80 f0 fa 02"                  # a6 mov ecx, 50000000
+    "ff c9"                           # ab 3: dec ecx
+    "75 fc"                           # ad jnz 3b
+    "b0 2a"                           # af mov al, 0x2a
+    "e6 f4"                           # b1 out 0xf4, al
+    "f4"                              # b3 hlt
+    "f4 f4 f4 f4"                     # b4 hlt (the GDT is 8-byte aligned)
+    # the GDT at 0xf00b8, and its descriptor at 0xf00d8
+    "00 00 00 00 00 00 00 00"         # b8 null
+    "ff ff 00 00 00 9b cf 00"         # c0 0x08 code, 32-bit, base 0, 4 GiB, accessed
+    "ff ff 00 00 00 93 cf 00"         # c8 0x10 data, base 0, 4 GiB, accessed
+    "ff ff 00 00 00 9b af 00"         # d0 0x18 code, 64-bit, accessed
+    "1f 00 b8 00 0f 00"               # d8 limit 0x1f, base 0xf00b8
+)
+_RESET_JUMP = bytes.fromhex("ea 00 00 00 f0")   # jmp 0xf000:0x0000, to _PROBE_CODE
 PROBE_EXIT = (0x2A << 1) | 1
 
 
 def probe_firmware() -> bytes:
     image = bytearray(b"\xf4" * 0x10000)     # hlt everywhere else
-    image[-16:-16 + len(_PROBE_CODE)] = _PROBE_CODE
+    image[:len(_PROBE_CODE)] = _PROBE_CODE
+    image[-16:-16 + len(_RESET_JUMP)] = _RESET_JUMP
     return bytes(image)
 
 
 def kvm_starts_guest() -> tuple[bool, str]:
     """Whether QEMU starts a guest under KVM with the CPU virtme-ng asks for
     (`-cpu host,topoext=on`), and why not. A host whose KVM refuses that CPU
-    (QEMU aborts setting its MSRs) or never runs its first instruction fails
-    here at once, instead of in a full boot that may take KVM_TRIAL_S."""
+    (QEMU aborts setting its MSRs), never gets the probe guest to 64-bit mode,
+    or runs it far slower than TCG would fails here within KVM_PROBE_S,
+    instead of in a full boot that may take KVM_TRIAL_S."""
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return False, "/dev/kvm is missing or not usable by this user"
     qemu = tools.find("qemu-system-x86_64")
@@ -102,7 +182,8 @@ def kvm_starts_guest() -> tuple[bool, str]:
             done = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True,
                                   timeout=KVM_PROBE_S)
         except subprocess.TimeoutExpired:
-            return False, f"a KVM guest ran no instruction within {KVM_PROBE_S} s"
+            return False, (f"a KVM guest did not reach 64-bit mode and run a short loop "
+                           f"there within {KVM_PROBE_S} s")
     if done.returncode == PROBE_EXIT:
         return True, ""
     said = [ln.strip() for ln in done.stderr.decode(errors="replace").splitlines()

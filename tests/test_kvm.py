@@ -1,7 +1,7 @@
 """The KVM decision (capture/vm.py) against this host's real /dev/kvm and
 QEMU: the probe guest's verdict must agree with what a real Linux kernel
 does when QEMU boots it under KVM with the CPU virtme-ng asks for, and the
-decision must take well under a second, not a 45 s boot trial."""
+decision must take at most KVM_PROBE_S (5 s), not a 45 s boot trial."""
 from __future__ import annotations
 
 import json
@@ -72,8 +72,8 @@ def test_probe_agrees_with_a_real_kernel_boot(kernel_boots_under_kvm):
 
 
 def test_first_decision_is_remembered(tmp_path, monkeypatch, kernel_boots_under_kvm):
-    # its speed (0.04-0.26 s here, against a 45 s boot trial) is not asserted:
-    # tests do not time the host
+    # its speed (well under a second where KVM works, at most KVM_PROBE_S,
+    # against a 45 s boot trial) is not asserted: tests do not time the host
     monkeypatch.setenv("TCPVAR_CACHE", str(tmp_path))
     said = []
     kvm = vm.decide_kvm(said.append)
