@@ -22,10 +22,11 @@ def many(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("many")
     rc, doc, err = tcpvar_run(tmp, "--backend", "netns", "--cc", "cubic", "--flows", FLOWS,
                               "--reverse", REVERSE, "--rtt", 0, "--bw", "20mbit",
-                              # 64 slow starts at once overflow the queue: a flow
-                              # whose first segments are lost on three RTOs (1+2+4
-                              # s) had sent nothing in a 6 s run
-                              "--buffer", 200, "--duration", 10)
+                              # a queue for 64 initial windows: with 200 packets,
+                              # the slow starts at once overflowed it, and a flow
+                              # whose first segments were lost on RTOs backed off
+                              # to seconds had sent nothing in 10 s (a CI run)
+                              "--buffer", 1000, "--duration", 10)
     assert rc == 0, err
     (run,) = doc["runs"]
     return run
