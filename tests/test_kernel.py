@@ -1066,6 +1066,12 @@ def test_flow_division_survives_a_syn_flood(guest_hostile, request):
 # options and the NGWA option's own (exactly one, of 6 bytes): the truth the
 # hostile case's counts are held to, frame by frame
 
+def header_len(ip: bytes) -> int:
+    """The length of @ip's IPv4 header, or 0: shorter than 20 bytes, of
+    another version, or an IHL below 5."""
+    return (ip[0] & 0xF) * 4 if len(ip) >= 20 and ip[0] >> 4 == 4 and ip[0] & 0xF >= 5 else 0
+
+
 def option_list(ip: bytes, hlen: int) -> list[tuple[int, int]] | None:
     """(type, length) of the options of an IPv4 header of @hlen bytes, up to
     the end of the list; None if one is shorter than 2 bytes or runs past
@@ -1086,10 +1092,9 @@ def queue_finds_malformed(ip: bytes) -> bool:
     """Whether the queue reads @ip (its IPv4 packet as the queue gets it) as
     TCP, unfragmented or the first fragment, with both headers whole, and
     finds its options malformed or its NGWA option other than one of 6 B."""
-    if len(ip) < 20 or ip[0] >> 4 != 4 or ip[0] & 0xF < 5 or ip[9] != 6 or \
-            struct.unpack("!H", ip[6:8])[0] & 0x1FFF:
+    hlen = header_len(ip)
+    if not hlen or ip[9] != 6 or struct.unpack("!H", ip[6:8])[0] & 0x1FFF:
         return False
-    hlen = (ip[0] & 0xF) * 4
     if len(ip) < hlen + 20 or ip[hlen + 12] >> 4 < 5 or len(ip) < hlen + (ip[hlen + 12] >> 4) * 4:
         return False
     options = option_list(ip, hlen)
@@ -1100,9 +1105,10 @@ def forwarded(ip: bytes) -> bytes | None:
     """@ip as IPv4 input forwards it (cut to its total length), or None:
     a header that is short, of another version, with a wrong checksum or
     length, or options that break RFC 791's rules."""
-    if len(ip) < 20 or ip[0] >> 4 != 4 or ip[0] & 0xF < 5:
+    hlen = header_len(ip)
+    if not hlen:
         return None
-    hlen, total = (ip[0] & 0xF) * 4, struct.unpack("!H", ip[2:4])[0]
+    total = struct.unpack("!H", ip[2:4])[0]
     if len(ip) < hlen or kf.checksum(ip[:hlen]) or not hlen <= total <= len(ip):
         return None
     return ip[:total] if option_list(ip, hlen) is not None else None
