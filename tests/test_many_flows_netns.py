@@ -51,12 +51,18 @@ def test_every_flow_ran_where_the_manifest_says(many):
 
 def test_the_probe_records_every_flow(many):
     """The hook's filter holds all 64 servers' ports: each sender socket's
-    events are there, about one per ACK it received (tshark's count of the
-    ACKs entering its first router; the probe counts what it lost)."""
+    events are there, about one per ACK it received in the established
+    state (tshark's count of the ACKs entering its first router; the probe
+    counts what it lost). The SYN-ACK and RSTs do not reach
+    tcp_rcv_established: counted, a flow starved to a few segments had 7
+    ACKs and 3 events (a CI run). Fewer events than ACKs remain where the
+    kernel merged pure ACKs queued in a busy socket's backlog
+    (tcp_add_backlog): a burst of 15 in a flow's first 2 ms gave one."""
     run_dir = Path(many["dir"])
     with open(run_dir / "tcp_probe.csv", newline="") as f:
         events = Counter((r["saddr"], int(r["sport"])) for r in csv.DictReader(f))
-    out = subprocess.run(["tshark", "-r", str(run_dir / "sender.pcap"), "-Y", "tcp.len == 0",
+    acks_established = "tcp.len == 0 && tcp.flags.syn == 0 && tcp.flags.reset == 0"
+    out = subprocess.run(["tshark", "-r", str(run_dir / "sender.pcap"), "-Y", acks_established,
                           "-T", "fields", "-e", "ip.dst", "-e", "tcp.dstport"],
                          capture_output=True, text=True, check=True).stdout
     acks = Counter((a, int(p)) for a, p in (line.split("\t") for line in out.splitlines()))
