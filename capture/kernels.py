@@ -15,6 +15,8 @@ from tcpvar.errors import VmError
 from tcpvar.progress import Progress
 from tcpvar.resources import cache_dir
 
+from . import vmlinux
+
 STOCK_META = "linux-image-amd64"      # Debian's package that points at the current kernel
 # names that look like variants in module files or the config but are not
 NOT_VARIANTS = {"diag", "advanced"}
@@ -26,6 +28,15 @@ class Kernel:
     image: Path
     release: str | None        # uname -r, when known before boot
     root: Path | None = None   # where its /lib/modules lives, for module kernels
+
+    def boot_image(self) -> Path:
+        """What QEMU is given: the uncompressed ELF of Debian's kernel beside
+        its bzImage (capture/vmlinux.py), else the image."""
+        if self.kind == "stock" and self.release is not None:
+            elf = self.image.parent / f"vmlinux-{self.release}"
+            if elf.is_file() and not elf.is_symlink():
+                return elf
+        return self.image
 
     def variants(self) -> set[str] | None:
         """Congestion controls the kernel offers (built in or as modules), or
@@ -116,6 +127,11 @@ def stock_kernel(progress=None) -> Kernel:
         kernel = cached_stock_kernel()
         if kernel is None:
             raise VmError("the unpacked Debian kernel package has no /boot/vmlinuz")
+    if kernel.boot_image() == kernel.image:
+        if progress:
+            progress(Progress("uncompressing Debian's kernel for a faster boot, once"))
+        # a kernel without a PVH entry is booted as it is
+        vmlinux.write_elf(kernel.image, kernel.image.parent / f"vmlinux-{kernel.release}")
     return kernel
 
 

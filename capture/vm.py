@@ -8,6 +8,7 @@ hundred bytes run under KVM with the CPU virtme-ng asks for, which goes to
 of a second (at most KVM_PROBE_S) whether a guest gets going at all."""
 from __future__ import annotations
 
+import compileall
 import contextlib
 import json
 import os
@@ -36,6 +37,15 @@ VM_MEMORY = "2G"
 KVM_TRIAL_S = 45          # a KVM boot that says nothing by then is taken as not working
 KVM_PROBE_S = 5           # the probe takes 0.3-0.4 s under TCG here, a working KVM well under that;
                           # a hang, or a guest too slow to finish by then, is not a start
+# the q35 machine without the SATA controller (and QEMU's default CD-ROM on
+# it), the SMBus and the PS/2 controller, which no run uses: their drivers'
+# probes took 2 s of each TCG boot
+LEAN_MACHINE = "-machine sata=off,smbus=off,i8042=off"
+# modules udev loads for the emulated CPU that no run uses: KVM's, the AES
+# driver (whose self-tests idle the guest for seconds) and the AMD cpufreq
+# driver; together 5-7 s of each TCG boot. A run's own modprobe still loads
+# them (the blacklist holds only for udev's aliases)
+UNUSED_MODULES = ("kvm", "kvm_amd", "kvm_intel", "aesni_intel", "powernow_k8")
 SILENCE_S = 90            # a running guest reports every second; this long without a word is a hang
 
 
@@ -251,13 +261,16 @@ def vng_args(image: Path, command: list[str], kvm: bool, name: str,
     cpus = clocks.VIRTUAL_CPUS if clock == "virtual" else VM_CPUS
     args = [tools.find("vng") or "vng", "--name", name, "-r", str(image), "--cpus", str(cpus),
             "--memory", VM_MEMORY]
-    for option in clocks.qemu_options(clock):
-        args += ["--qemu-opts", option]
+    for option in (*clocks.qemu_options(clock), LEAN_MACHINE):
+        args += [f"--qemu-opts={option}"]
+    # Debian's virtiofsd refuses virtme-ng's arguments: vng waited 3.5 s for
+    # it on every boot before it fell back to 9p
+    args.append("--force-9p")
     if kernel_log:
         args.append("--verbose")
     if rw_dir is not None:
         args += [f"--rwdir={rw_dir}", "--cwd", str(rw_dir)]
-    for arg in append:
+    for arg in (*append, f"modprobe.blacklist={','.join(UNUSED_MODULES)}"):
         args += ["--append", arg]
     if not kvm:
         args.append("--disable-kvm")
@@ -282,7 +295,7 @@ def _session_args(kernel: Kernel, out_dir: Path, spec: Path, name: str, kvm: boo
     # (init_on_alloc, a hardening default): 13 % of the guest's instructions
     # at a gigabit, spent on the packets' buffers. The guest runs tcpvar only
     append.append("init_on_alloc=0")
-    return vng_args(kernel.image, [sys.executable, "-m", "tcpvar.capture.guest", str(spec)],
+    return vng_args(kernel.boot_image(), [sys.executable, "-m", "tcpvar.capture.guest", str(spec)],
                     kvm, name, out_dir, append, clock=clock)
 
 
@@ -297,6 +310,20 @@ def decide_kvm(progress) -> bool | None:
             _remember_kvm(False)
             kvm = False
     return kvm
+
+
+def compile_guest_modules() -> None:
+    """Byte-compile the packages the guest's program imports, where they are
+    not already: the guest reads the host's files read-only over 9p, so it
+    can write no .pyc of its own, and under TCG compiling them took 4 s of
+    each boot. A source folder that is not writable is left as it is."""
+    import tcpvar
+    import tcpvar.artefacts
+    import tcpvar.capture
+
+    for package in (tcpvar, tcpvar.capture, tcpvar.artefacts):
+        with contextlib.suppress(OSError):
+            compileall.compile_dir(Path(package.__file__).parent, quiet=2)
 
 
 def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
@@ -315,6 +342,7 @@ def run_session(kernel: Kernel, spec: dict, out_dir: Path, tag: str, progress,
         return (*boot(_session_args(kernel, out_dir, spec_path, name, kvm, chosen), log,
                       timeout, tag, chosen), chosen)
 
+    compile_guest_modules()
     try:
         kvm = False if clock == "virtual" else decide_kvm(progress)
         guest, ready = None, None

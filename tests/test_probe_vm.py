@@ -25,7 +25,7 @@ def guest_result(tmp_path_factory):
     assert built.tool is not None, built.reason
     out = tmp_path_factory.mktemp("vm")
     # Debian's kernel as the vm backend boots it: fetched into tcpvar's cache
-    cmd = vm.vng_args(stock_kernel().image,
+    cmd = vm.vng_args(stock_kernel().boot_image(),
                       ["env", f"TCPVAR_PROBE_TOOL={built.tool}", sys.executable,
                        str(ROOT / "tests" / "probe_scenario.py"), str(out / "s")],
                       kvm=False, name=f"tcpvar-test-{out.name[-6:]}", rw_dir=out)
