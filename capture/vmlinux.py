@@ -48,7 +48,7 @@ def decompress(data: bytes) -> bytes | None:
 
 def has_pvh_entry(elf: bytes) -> bool:
     """Whether a 64-bit little-endian ELF has Xen's PHYS32_ENTRY note."""
-    if elf[:5] != b"\x7fELF\x02" or elf[5] != 1:
+    if len(elf) < 64 or elf[:5] != b"\x7fELF\x02" or elf[5] != 1:
         return False
     phoff, = struct.unpack_from("<Q", elf, 0x20)
     phentsize, phnum = struct.unpack_from("<HH", elf, 0x36)
