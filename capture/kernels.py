@@ -29,11 +29,15 @@ class Kernel:
     release: str | None        # uname -r, when known before boot
     root: Path | None = None   # where its /lib/modules lives, for module kernels
 
+    def elf(self) -> Path:
+        """Where the uncompressed ELF of its bzImage goes (capture/vmlinux.py)."""
+        return self.image.parent / f"vmlinux-{self.release}"
+
     def boot_image(self) -> Path:
-        """What QEMU is given: the uncompressed ELF of Debian's kernel beside
-        its bzImage (capture/vmlinux.py), else the image."""
+        """What QEMU is given: the ELF of Debian's kernel where it was
+        written, else the image."""
         if self.kind == "stock" and self.release is not None:
-            elf = self.image.parent / f"vmlinux-{self.release}"
+            elf = self.elf()
             if elf.is_file() and not elf.is_symlink():
                 return elf
         return self.image
@@ -131,7 +135,7 @@ def stock_kernel(progress=None) -> Kernel:
         if progress:
             progress(Progress("uncompressing Debian's kernel for a faster boot, once"))
         # a kernel without a PVH entry is booted as it is
-        vmlinux.write_elf(kernel.image, kernel.image.parent / f"vmlinux-{kernel.release}")
+        vmlinux.write_elf(kernel.image, kernel.elf())
     return kernel
 
 

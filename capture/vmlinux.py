@@ -6,11 +6,11 @@ started as an ELF, the first kernel message comes after 1.5 s."""
 from __future__ import annotations
 
 import lzma
-import os
 import struct
-import tempfile
 import zlib
 from pathlib import Path
+
+from tcpvar import safe_write
 
 HDR_MAGIC = b"HdrS"                # boot protocol header at 0x202
 MAX_ELF = 512 << 20                # a kernel image is a few tens of MiB
@@ -75,17 +75,10 @@ def _note_in(notes: bytes) -> bool:
 
 def write_elf(bzimage: Path, target: Path) -> bool:
     """Write @bzimage's kernel as an ELF at @target when QEMU can start it
-    at its PVH entry; False (and nothing written) otherwise. The file is
-    written beside @target and renamed onto it, never through a link."""
+    at its PVH entry; False (and nothing written) otherwise. Never through
+    a link (safe_write)."""
     elf = decompress(payload(bzimage.read_bytes()) or b"")
     if elf is None or not has_pvh_entry(elf):
         return False
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".vmlinux-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(elf)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    safe_write.write_bytes(target, elf)
     return True
