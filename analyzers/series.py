@@ -45,8 +45,8 @@ def build_throughput(con, capture_id: int, interval_ms: float, sums=None) -> boo
         # after a failed statement DuckDB refuses all else until the rollback
         # (which takes the temp tables with it): the failure is what to report
         if sums is not None:
-            import duckdb
-            with contextlib.suppress(duckdb.Error):
+            from tcpvar.store.engine import duckdb
+            with contextlib.suppress(duckdb().Error):
                 con.unregister("tv_sums")
         raise
     con.execute("DROP TABLE tv_shape")

@@ -72,22 +72,26 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, conns, pair,
       tcpvar analyze --plot plots/ bulk.pcap
       tcpvar analyze -q --jobs 8 captures/*.pcapng
     """
-    from tcpvar.ingest.capture import ScanOptions
-    from tcpvar.pipelines.analyze import AnalyzeOptions, analyze_files
-    from tcpvar.report import tabular, terminal
-
     if as_json and as_csv:
         raise UsageError("choose one of --json and --csv")
     if stats_only and plot_dir:
         raise UsageError("--plot needs the time series, which --stats-only skips")
-    options = AnalyzeOptions(
-        scan=ScanOptions(packets=not stats_only, rto_min_ms=rto_min_ms, hwdup_us=hwdup_us),
-        interval_ms=interval_ms, force=force, fairness=fairness, conns=list(conns) or None,
-        pair=pair, brief=not (as_json or as_csv), read_back=as_json or as_csv)
-    shown = _shown if as_json or as_csv else _shown_with_table
-    with terminal.file_progress(f"reading {files[0]}", quiet) as progress:
-        done = analyze_files(db_path, files, options, jobs, progress, shown,
-                             plot_dir, _draw if plot_dir else None)
+    from tcpvar.store.db import Opening
+
+    with Opening(db_path) as opening:       # while the rest of the command is imported
+        from tcpvar.ingest.capture import ScanOptions
+        from tcpvar.pipelines.analyze import AnalyzeOptions, analyze_files
+        from tcpvar.report import tabular, terminal
+
+        options = AnalyzeOptions(
+            scan=ScanOptions(packets=not stats_only, rto_min_ms=rto_min_ms, hwdup_us=hwdup_us),
+            interval_ms=interval_ms, force=force, fairness=fairness,
+            conns=list(conns) or None, pair=pair, brief=not (as_json or as_csv),
+            read_back=as_json or as_csv)
+        shown = _shown if as_json or as_csv else _shown_with_table
+        with terminal.file_progress(f"reading {files[0]}", quiet) as progress:
+            done = analyze_files(opening, files, options, jobs, progress, shown,
+                                 plot_dir, _draw if plot_dir else None)
     speed = done.summary
     if len(files) > 1 and not quiet:
         terminal.note(f"read {speed['captures_read']} captures, {speed['packets']:,} packets "

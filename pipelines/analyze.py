@@ -20,7 +20,7 @@ from tcpvar.analyzers.series import build_throughput
 from tcpvar.errors import ExitStatus, TcpvarError
 from tcpvar.ingest.capture import Scan, ScanOptions, ingest, start_scan
 from tcpvar.progress import Progress, Reporter, ignore
-from tcpvar.store import Store
+from tcpvar.store.db import Opening
 
 
 @dataclass
@@ -100,9 +100,8 @@ def workers(jobs: int, paths: list[str]) -> int:
 
 
 def start_reading(paths: list[str], options: AnalyzeOptions, jobs: int) -> Scan | None:
-    """With one worker, the first capture's scan, started before the store
-    is opened (importing DuckDB and opening the store take about 0.15 s, on
-    the other core); analyze_captures() takes it over."""
+    """With one worker, the first capture's scan, started while the store
+    is opened (store.db.Opening); analyze_captures() takes it over."""
     return start_scan(paths[0], options.scan) if jobs <= 1 else None
 
 
@@ -240,24 +239,24 @@ class Analysis:
                                 for conn in c["connections"]]}
 
 
-def analyze_files(db_path: str, paths: list[str], options: AnalyzeOptions, jobs: int = 0,
+def analyze_files(opening: Opening, paths: list[str], options: AnalyzeOptions, jobs: int = 0,
                   progress: Reporter | None = None, shown=None, plot_dir: str | None = None,
                   draw=None) -> Analysis:
-    """`tcpvar analyze`: @paths into the store at @db_path, @jobs at once
-    (0: one per core). A single file's error is raised: it is the command's
-    error. Of several, each failed file is its outcome's error and the others
-    go on. @shown(outcome, store), given by the command, sees each outcome
-    as it completes, with the store open. With @plot_dir, every figure kind
-    of each capture (with its file under @plot_dir) is handed to
-    @draw(figure), while the store is open."""
+    """`tcpvar analyze`: @paths into the store @opening opens (the caller
+    closes it), @jobs at once (0: one per core). A single file's error is
+    raised: it is the command's error. Of several, each failed file is its
+    outcome's error and the others go on. @shown(outcome, store), given by
+    the command, sees each outcome as it completes, with the store open.
+    With @plot_dir, every figure kind of each capture (with its file under
+    @plot_dir) is handed to @draw(figure), while the store is open."""
     paths = list(paths)
     n = workers(jobs, paths)
     outcomes: list[Outcome] = []
     taken: set[str] = set()
     start = time.monotonic()
-    first = start_reading(paths, options, n)          # before the store opens
-    with contextlib.closing(first) if first else contextlib.nullcontext(), \
-            Store(db_path) as store:
+    first = start_reading(paths, options, n)          # while the store opens
+    with contextlib.closing(first) if first else contextlib.nullcontext():
+        store = opening.store()
         for outcome in analyze_captures(store, paths, options, n, progress, first):
             if outcome.error and len(paths) == 1:
                 raise outcome.error

@@ -17,7 +17,7 @@ from tcpvar import signals
 from tcpvar.errors import StoreError
 from tcpvar.progress import Progress
 
-from . import segments
+from . import engine, segments
 
 _HERE = Path(__file__).resolve().parent     # the SQL files are beside it
 SCHEMA_VERSION = "2"        # 2: packets in Parquet segments; 1 (a table) is migrated
@@ -27,11 +27,8 @@ CAPTURE_TABLES = ("connections", "dir_counters", "retransmit_events", "throughpu
 
 
 def _duckdb():
-    """DuckDB, imported when a store is opened: `tcpvar analyze` starts
-    reading its capture while this import (about 0.1 s) runs."""
-    import duckdb
-
-    return duckdb
+    """DuckDB, imported when a store is first opened (store/engine.py)."""
+    return engine.duckdb()
 
 
 def _one_line(exc: Exception) -> str:
@@ -433,6 +430,64 @@ class Store:
     def __exit__(self, *exc):
         self.close()
 
+
+
+class Opening:
+    """Store(@path) opened on a thread of its own while the caller goes on
+    (importing the rest of tcpvar, starting to read a capture): DuckDB
+    releases Python's lock as it loads its engine and opens the file, so on
+    a second core most of the opening is hidden. The thread starts as the
+    block is entered; store() waits for it and returns the store, or raises
+    what Store() raised; leaving the block waits for it and closes the
+    store: a thread still inside DuckDB as Python exits aborts the process.
+    (An Event, not Thread.join(): a join that Ctrl-C interrupts marks the
+    thread as ended while it runs, Python 3.11's bpo-45274 handling.)"""
+
+    def __init__(self, path: str | Path):
+        self._store: Store | None = None
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._open, args=(path,),
+                                        name="tcpvar-open-store", daemon=True)
+
+    def _open(self, path) -> None:
+        try:
+            self._store = Store(path)
+        except BaseException as exc:    # raised where the store is wanted
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def store(self) -> Store:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._store
+
+    def __enter__(self):
+        # what the thread would import, imported here: a Ctrl-C in this
+        # thread's imports can leave Python's import lock held, and an
+        # import on the other thread would then wait for ever (DuckDB
+        # imports decimal for the first DECIMAL it returns)
+        import decimal  # noqa: F401
+
+        _duckdb()
+        template()
+        try:
+            with signals.held():        # a Ctrl-C now comes once it has started
+                self._thread.start()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self._thread.ident is None:
+            return                      # never started
+        with signals.held():            # another Ctrl-C waits for it too
+            self._done.wait()
+        if self._store is not None:
+            self._store.close()
 
 def _copy_template(path: Path) -> bool:
     """A new store at @path as a copy of tcpvar's empty one (template()):
