@@ -30,6 +30,7 @@ first; a new run of a profile replaces that profile's previous section.
 from __future__ import annotations
 
 import argparse
+import compileall
 import datetime as dt
 import json
 import os
@@ -289,6 +290,14 @@ def find_tcpvar(opt: str | None) -> list[str]:
     return [w]
 
 
+def compile_checkout() -> None:
+    """The checkout's modules byte-compiled, as bootstrap.sh leaves them (and as
+    Python writes them on a module's first import): one edited since, or
+    PYTHONDONTWRITEBYTECODE, would put compiling into tcpvar's times."""
+    if not compileall.compile_dir(HERE.parent, quiet=1, rx=re.compile(r"/\.(venv|git)/")):
+        raise SystemExit("byte-compiling the checkout failed")
+
+
 def bench_capture(path: Path, a: argparse.Namespace, tcpvar: list[str], tmp_root: Path) -> dict:
     log(f"{path}: counting packets and connections (untimed) ...")
     facts = capture_facts(path)
@@ -536,6 +545,7 @@ def main() -> int:
             ap.error(f"{tool} not found")
 
     tcpvar = find_tcpvar(a.tcpvar)
+    compile_checkout()
     mach, vers = machine(), tool_versions(tcpvar)
     log(f"machine: {mach}; tools: {vers}")
     work = Path(a.work)
