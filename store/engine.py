@@ -20,21 +20,25 @@ import functools
 import sys
 import types
 
+from tcpvar import signals
+
 
 @functools.cache
 def duckdb() -> types.ModuleType:
     """The module to open stores with: `_duckdb` set up with tcpvar's
     adapter, or the `duckdb` package. Either has connect(), Error and the
-    other exceptions, and __version__."""
-    if "duckdb" not in sys.modules:
-        try:
-            import _duckdb
-            _duckdb._set_arrow_sources(_Sources("tcpvar.store.engine.sources"))
-            return _duckdb
-        except (ImportError, AttributeError, TypeError):
-            pass
-    import duckdb as package
-    return package
+    other exceptions, and __version__. A Ctrl-C comes once it is imported:
+    raised inside the engine's set-up, it aborted the process or was lost."""
+    with signals.held():
+        if "duckdb" not in sys.modules:
+            try:
+                import _duckdb
+                _duckdb._set_arrow_sources(_Sources("tcpvar.store.engine.sources"))
+                return _duckdb
+            except (ImportError, AttributeError, TypeError):
+                pass
+        import duckdb as package
+        return package
 
 
 class _Stream:

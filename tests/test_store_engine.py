@@ -87,3 +87,36 @@ def test_analyze_runs_on_the_engine_alone(tmp_path):
                              "-e", "frame.number"], capture_output=True, text=True, check=True)
     stored = tcpvar("query", "--db", db, "--csv", "SELECT count(*) FROM packets")
     assert stored.stdout.splitlines()[1] == str(len(tshark.stdout.split()))
+
+
+# a Ctrl-C as the engine is imported: a finder sends SIGINT just before
+# Python loads `_duckdb`; the import completes and the interrupt comes after
+INTERRUPTED_IMPORT = """
+import json, os, signal, sys
+from tcpvar import signals
+from tcpvar.store import engine
+
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "_duckdb":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+signals.unwind_on_signals()
+sys.meta_path.insert(0, Interrupt())
+try:
+    engine.duckdb()
+    interrupted = False
+except KeyboardInterrupt:
+    interrupted = True
+print(json.dumps({"interrupted": interrupted, "loaded": "_duckdb" in sys.modules,
+                  "then": engine.duckdb().__name__}))
+"""
+
+
+def test_ctrl_c_as_the_engine_is_imported_comes_after_it():
+    """Raised inside DuckDB's module set-up, a KeyboardInterrupt aborted the
+    process or was lost; it now comes once the module is loaded."""
+    res = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT], capture_output=True,
+                         text=True, check=True)
+    assert json.loads(res.stdout) == {"interrupted": True, "loaded": True, "then": "_duckdb"}
