@@ -431,15 +431,14 @@ class Store:
         self.close()
 
 
-
 class Opening:
     """Store(@path) opened on a thread of its own while the caller goes on
     (importing the rest of tcpvar, starting to read a capture): DuckDB
-    releases Python's lock as it loads its engine and opens the file, so on
-    a second core most of the opening is hidden. The thread starts as the
-    block is entered; store() waits for it and returns the store, or raises
-    what Store() raised; leaving the block waits for it and closes the
-    store: a thread still inside DuckDB as Python exits aborts the process.
+    releases Python's lock as it opens the file, so on a second core most
+    of the opening is hidden. The thread starts as the block is entered;
+    store() waits for it and returns the store, or raises what Store()
+    raised; leaving the block waits for it and closes the store: a thread
+    still inside DuckDB as Python exits aborts the process.
     (An Event, not Thread.join(): a join that Ctrl-C interrupts marks the
     thread as ended while it runs, Python 3.11's bpo-45274 handling.)"""
 
@@ -488,6 +487,7 @@ class Opening:
             self._done.wait()
         if self._store is not None:
             self._store.close()
+
 
 def _copy_template(path: Path) -> bool:
     """A new store at @path as a copy of tcpvar's empty one (template()):
