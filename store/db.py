@@ -17,18 +17,14 @@ from tcpvar import signals
 from tcpvar.errors import StoreError
 from tcpvar.progress import Progress
 
-from . import engine, segments
+from . import segments
+from .engine import duckdb as _duckdb  # imported when a store is first opened
 
 _HERE = Path(__file__).resolve().parent     # the SQL files are beside it
 SCHEMA_VERSION = "2"        # 2: packets in Parquet segments; 1 (a table) is migrated
 # the tables holding a capture's rows, the capture's own row last (its
 # packets are segment files: store/segments.py)
 CAPTURE_TABLES = ("connections", "dir_counters", "retransmit_events", "throughput", "captures")
-
-
-def _duckdb():
-    """DuckDB, imported when a store is first opened (store/engine.py)."""
-    return engine.duckdb()
 
 
 def _one_line(exc: Exception) -> str:
@@ -443,15 +439,16 @@ class Opening:
     thread as ended while it runs, Python 3.11's bpo-45274 handling.)"""
 
     def __init__(self, path: str | Path):
+        self._path = path
         self._store: Store | None = None
         self._error: BaseException | None = None
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._open, args=(path,),
-                                        name="tcpvar-open-store", daemon=True)
+        self._thread = threading.Thread(target=self._open, name="tcpvar-open-store",
+                                        daemon=True)
 
-    def _open(self, path) -> None:
+    def _open(self) -> None:
         try:
-            self._store = Store(path)
+            self._store = Store(self._path)
         except BaseException as exc:    # raised where the store is wanted
             self._error = exc
         finally:
@@ -467,11 +464,13 @@ class Opening:
         # what the thread would import, imported here: a Ctrl-C in this
         # thread's imports can leave Python's import lock held, and an
         # import on the other thread would then wait for ever (DuckDB
-        # imports decimal for the first DECIMAL it returns)
+        # imports decimal for the first DECIMAL it returns; a new store is
+        # copied from the template, which may have to be made first)
         import decimal  # noqa: F401
 
         _duckdb()
-        template()
+        if not os.path.lexists(self._path):
+            template()
         try:
             with signals.held():        # a Ctrl-C now comes once it has started
                 self._thread.start()

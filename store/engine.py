@@ -68,7 +68,7 @@ class _Predicate:
     of it; _Stream.accepts() declines them all, so nothing reads it."""
 
     def __init__(self, *args, **kwargs):
-        self.args, self.kwargs = args, kwargs
+        pass
 
 
 class _Nodes(types.ModuleType):
