@@ -5,6 +5,7 @@ host (netns backend) and inside the micro-VM (vm backend).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -347,6 +348,7 @@ class Run:
         ended: dict[int, float] = {}    # flow: when its client was sent SIGINT
         steps = list(p.schedule[1:])
         next_look = 0.0
+        first = None        # when the first flow's client began connecting
         stop = threading.Event()
         cpu = CpuMeter()
         sampler = threading.Thread(target=self._sampler, args=(t0, clients, stop, cpu),
@@ -359,7 +361,7 @@ class Run:
             backlog = BacklogSampler(self.net, "rl", "right", self.work / layout.BACKLOG)
             while pending or any(c.poll() is None for c in clients.values()):
                 now = time.monotonic() - t0
-                while pending and pending[0].flow.start_s <= now:
+                while pending and _due(pending[0].flow, first, now):
                     fe = pending.pop(0)
                     clients[fe.flow.flow] = self._start_client(fe)
                     deadlines[fe.flow.flow] = _deadline(fe.flow, now + STARTUP_S)
@@ -368,6 +370,8 @@ class Run:
                           or _has_socket(clients[f].pid)]:
                     deadlines[f] = _deadline(plan[f], now)
                     waiting.discard(f)
+                    if f == self.flows[0].flow.flow:
+                        first = now
                 while steps and steps[0][0] <= now:
                     at, rate = steps.pop(0)
                     self.net.set_rate(p.shaper, rate)
@@ -628,6 +632,15 @@ class Run:
         layout.write_manifest(self.dir, self.manifest)
 
 
+def _due(flow: Flow, first: float | None, now: float) -> bool:
+    """Whether @flow starts now: a later flow start_s after the first
+    flow's client began connecting (at @first), not after the run's clock,
+    as a client's start can take a second or two in a busy micro-VM."""
+    if flow.start_s <= 0:
+        return True
+    return first is not None and now >= first + flow.start_s
+
+
 def _deadline(flow: Flow, began: float) -> float:
     """When a client that began trying to connect at @began must have ended."""
     return began + flow.duration_s + END_GRACE_S + END_GRACE_RTTS * flow.rtt_ms / 1e3
@@ -635,17 +648,19 @@ def _deadline(flow: Flow, began: float) -> float:
 
 def _has_socket(pid: int) -> bool:
     """Whether process @pid has a socket open: an iperf3 client that has
-    begun connecting."""
+    begun connecting. Until it execs the client the process is `ip netns
+    exec`, whose own netlink sockets do not count."""
     try:
+        with open(f"/proc/{pid}/comm") as f:
+            if f.read().strip() == "ip":
+                return False
         fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:         # ended
         return False
     for fd in fds:
-        try:
+        with contextlib.suppress(OSError):
             if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
                 return True
-        except OSError:
-            continue
     return False
 
 

@@ -21,10 +21,11 @@ def run_command(tmp_path: Path, args) -> list[str]:
             str(tmp_path / "runs"), "--db", str(tmp_path / "t.duckdb"), *map(str, args)]
 
 
-def tcpvar_run(tmp_path: Path, *args, timeout: float = 900):
-    """(exit status, JSON document or None, stderr) of `tcpvar run --json`."""
+def tcpvar_run(tmp_path: Path, *args, timeout: float = 900, env: dict | None = None):
+    """(exit status, JSON document or None, stderr) of `tcpvar run --json`,
+    in @env (None: this process's)."""
     proc = subprocess.run(run_command(tmp_path, args), capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
     doc = json.loads(proc.stdout) if proc.stdout.strip() else None
     return proc.returncode, doc, proc.stderr
 

@@ -6,6 +6,7 @@ its planned end, by iperf3's own reports and by tshark on the capture."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -148,9 +149,10 @@ def test_the_store_counts_what_the_receiver_got(late_run):
 
 
 def test_a_clients_clock_starts_at_its_first_socket():
-    """A flow's deadline counts from its client's first socket, not from the
-    start of its process (slow on a busy host): a process seen before and
-    after it opens one."""
+    """A flow's deadline (and the later flows' start) counts from its
+    client's first socket, not from the start of its process (slow on a busy
+    host): a process seen before and after it opens one. The sockets of `ip`,
+    which every client is until `ip netns exec` execs it, do not count."""
     from tcpvar.capture.runner import _has_socket
 
     code = ("import socket, sys, time\n"
@@ -160,15 +162,21 @@ def test_a_clients_clock_starts_at_its_first_socket():
             "sys.stdin.readline()\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True)
+    ip = subprocess.Popen(["ip", "monitor", "link"], stdout=subprocess.DEVNULL)
     try:
         assert not _has_socket(proc.pid)
         proc.stdin.write("\n")
         proc.stdin.flush()
         assert proc.stdout.readline() == "open\n"
         assert _has_socket(proc.pid)
+        fds = Path(f"/proc/{ip.pid}/fd")
+        while not any(os.readlink(f).startswith("socket:") for f in fds.iterdir()):
+            time.sleep(0.01)        # ip's netlink socket, open
+        assert not _has_socket(ip.pid)
     finally:
-        proc.kill()
-        proc.wait()
+        for p in (proc, ip):
+            p.kill()
+            p.wait()
     assert not _has_socket(proc.pid)
 
 
