@@ -48,6 +48,24 @@ def connection_batches(con, capture_id: int, brief: bool = False) -> Iterator[li
             yield batch
 
 
+def connection_lines(con, capture_id: int,
+                     widths: list[int]) -> Iterator[tuple[list[str], list[int]]]:
+    """analyze's plain-text table of the capture's connections
+    (sql/connection_lines.sql), BATCH connections at a time: each batch's
+    lines and its columns' widths, each at least @widths or an earlier
+    batch's."""
+    con.execute(sql("text_macros"))
+    last = one(con, "SELECT max(conn) FROM connections WHERE capture_id = $1",
+               [capture_id])[0] or 0
+    for first in range(1, last + 1, BATCH):
+        rows = con.execute(sql("connection_lines"), {
+            "capture_id": capture_id, "first_conn": first, "last_conn": first + BATCH - 1,
+            "widths": widths}).fetchall()
+        if rows:
+            widths = rows[0][1]
+            yield [line for line, _ in rows], widths
+
+
 def _read(con, capture_id: int, brief: bool, first: int, last: int) -> list[dict]:
     """The connections numbered @first to @last."""
     query = sql("connections")

@@ -123,22 +123,23 @@ def _shown_with_table(outcome, store) -> None:
     """_shown(), then the file's table of connections, read from the store a
     batch at a time (memory stays flat whatever their number), and its
     fairness."""
-    from tcpvar.analyzers.connections import connection_batches, connection_count
+    from tcpvar.analyzers.connections import connection_batches, connection_count, connection_lines
     from tcpvar.report import tables, terminal
 
     _shown(outcome)
     cap = outcome.doc
     if cap is None:
         return
-    batches = [cap["connections"]] if cap["connections"] is not None else \
-        connection_batches(store.con, cap["capture_id"], brief=True)
     count = len(cap["connections"]) if cap["connections"] is not None else \
         connection_count(store.con, cap["capture_id"])
     if terminal.stdout_is_terminal() and count <= RICH_MAX:
-        conns = [c for batch in batches for c in batch]
+        conns = cap["connections"] if cap["connections"] is not None else \
+            [c for batch in connection_batches(store.con, cap["capture_id"], brief=True)
+             for c in batch]
         terminal.show(tables.connections_table({**cap, "connections": conns}))
-    else:   # piped, or too many for Rich: plain aligned text, quick for any number of rows
-        for text in tables.connections_lines(cap["path"], count, batches):
+    else:   # piped, or too many for Rich: plain aligned text, laid out by DuckDB
+        lines = connection_lines(store.con, cap["capture_id"], tables.heading_widths())
+        for text in tables.connections_lines(cap["path"], count, lines):
             terminal.data(text)
     if "fairness" in cap:
         terminal.show(tables.fairness_table(cap["path"], cap["fairness"]))

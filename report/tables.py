@@ -2,7 +2,6 @@
 imported by the tables that use it: plain text (a pipe) starts without it."""
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING, Iterator
 
 from tcpvar.analyzers.connections import DIRECTIONS
@@ -78,29 +77,24 @@ def connections_table(capture: dict) -> Table:
     return t
 
 
-def connections_text(capture: dict) -> str:
-    """Per connection and direction, the figures people compare first, as
-    plain aligned text: thousands of connections print in milliseconds."""
-    conns = capture["connections"]
-    return "".join(connections_lines(capture["path"], len(conns), [conns]))
+def heading_widths() -> list[int]:
+    """The least width of each column of connections_lines(): its heading's."""
+    return [len(h) for h, _ in CONN_COLUMNS]
 
 
 def connections_lines(path: str, count: int, batches) -> Iterator[str]:
-    """connections_text() of @count connections given as @batches of them
-    (analyzers.connections.connection_batches), a batch at a time: the
-    columns are as wide as the first batch needs, and wider from a batch
-    that needs more."""
-    widths = [len(h) for h, _ in CONN_COLUMNS]
-    batches = iter(batches)
-    for n, batch in enumerate(itertools.chain([next(batches, [])], batches)):
-        rows = list(_rows(batch))
-        widths = [max([w] + [len(r[i]) for r in rows]) for i, w in enumerate(widths)]
-        line = "  ".join(f"{{:{a}{w}}}" for (_, a), w in zip(CONN_COLUMNS, widths)).format
-        out = [""] if n else [printable(f"{path}: {count} TCP connections"), "",
-                              line(*(h for h, _ in CONN_COLUMNS)),
-                              "  ".join("-" * w for w in widths)]
-        for i, row in enumerate(rows):
-            out.append(line(*row).rstrip())
+    """Per connection and direction, the figures people compare first, as
+    plain aligned text under a heading, a batch at a time: @batches of
+    (lines, the columns' widths) as analyzers.connections.connection_lines()
+    lays them out, the heading as wide as the first batch's columns (a later
+    batch may widen them), a blank line after each connection's two."""
+    for n, (lines, widths) in enumerate(batches):
+        out = [""] if n else [
+            printable(f"{path}: {count} TCP connections"), "",
+            "  ".join(f"{h:{a}{w}}" for (h, a), w in zip(CONN_COLUMNS, widths)).rstrip(),
+            "  ".join("-" * w for w in widths)]
+        for i, line in enumerate(lines):
+            out.append(line)
             if i % 2:
                 out.append("")
         text = "\n".join(out)
