@@ -105,9 +105,11 @@ class Processes:
                 proc.wait()
         return proc.returncode
 
-    def stop_all(self, grace_s: float = 3.0) -> None:
-        """SIGTERM to every process still running, SIGKILL to those that stay."""
-        live = [p for _, p in self.procs if p.poll() is None]
+    def stop_all(self, grace_s: float = 3.0, names: set[str] | None = None) -> None:
+        """SIGTERM to every process still running (of @names, if given),
+        SIGKILL to those that stay past @grace_s."""
+        live = [p for name, p in self.procs
+                if p.poll() is None and (names is None or name in names)]
         for p in live:
             with _ignore_gone():
                 p.send_signal(signal.SIGTERM)

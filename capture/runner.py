@@ -54,6 +54,7 @@ RECORDED_SYSCTLS = (
 )
 SAMPLED_PER_S = 4             # flows whose `ss -ti` the live display reads each second
 SETTLE_S = 1.0                # time for the last ACKs to come back before captures stop
+CAPTURE_STOP_S = 120.0        # for the captures to write out their last packets and end
 # while a run stops (the guest saving a tcp_probe trace and captures of tens
 # of MB through 9p under TCG can take minutes), the phase is reported again
 # this often, so that the host knows the guest is alive (vm.SILENCE_S)
@@ -569,6 +570,10 @@ class Run:
         for name, proc in self.procs.procs:
             if name.startswith("client") or name.startswith("server"):
                 self.procs.stop(proc, grace_s=3)
+        # tcpdump writes out what it holds as it exits: in a starved
+        # micro-VM that outlasted the testbed's 3 s, and SIGKILL then cut a
+        # capture in the middle of a packet
+        self.procs.stop_all(grace_s=CAPTURE_STOP_S, names=set(self.captures))
         if self.recorder is not None:
             try:
                 stats = self.recorder.stop()
