@@ -36,14 +36,21 @@ def connection_count(con, capture_id: int) -> int:
     return one(con, "SELECT count(*) FROM connections WHERE capture_id = $1", [capture_id])[0]
 
 
+def _batches(con, capture_id: int) -> Iterator[tuple[int, int]]:
+    """The capture's connection numbers, BATCH at a time: (first, last) of
+    each, so that a million connections are read back in flat memory."""
+    top = one(con, "SELECT max(conn) FROM connections WHERE capture_id = $1",
+              [capture_id])[0] or 0
+    for first in range(1, top + 1, BATCH):
+        yield first, first + BATCH - 1
+
+
 def connection_batches(con, capture_id: int, brief: bool = False) -> Iterator[list[dict]]:
     """connections(), BATCH connections at a time, each batch a query of its
     own: a capture of a million connections is read back (and printed) in
     flat memory."""
-    last = one(con, "SELECT max(conn) FROM connections WHERE capture_id = $1",
-               [capture_id])[0] or 0
-    for first in range(1, last + 1, BATCH):
-        batch = _read(con, capture_id, brief, first, first + BATCH - 1)
+    for first, last in _batches(con, capture_id):
+        batch = _read(con, capture_id, brief, first, last)
         if batch:
             yield batch
 
@@ -55,11 +62,9 @@ def connection_lines(con, capture_id: int,
     lines and its columns' widths, each at least @widths or an earlier
     batch's."""
     con.execute(sql("text_macros"))
-    last = one(con, "SELECT max(conn) FROM connections WHERE capture_id = $1",
-               [capture_id])[0] or 0
-    for first in range(1, last + 1, BATCH):
+    for first, last in _batches(con, capture_id):
         rows = con.execute(sql("connection_lines"), {
-            "capture_id": capture_id, "first_conn": first, "last_conn": first + BATCH - 1,
+            "capture_id": capture_id, "first_conn": first, "last_conn": last,
             "widths": widths}).fetchall()
         if rows:
             widths = rows[0][1]
