@@ -21,6 +21,18 @@ def run_command(tmp_path: Path, args) -> list[str]:
             str(tmp_path / "runs"), "--db", str(tmp_path / "t.duckdb"), *map(str, args)]
 
 
+def tool_on_path(folder: Path, name: str, script: str) -> dict:
+    """This process's environment with @script, an executable @name in
+    @folder/bin, first on PATH: a real tool wrapped to behave as on a busy
+    host."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    tool = bin_dir / name
+    tool.write_text(script)
+    tool.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+
+
 def tcpvar_run(tmp_path: Path, *args, timeout: float = 900, env: dict | None = None):
     """(exit status, JSON document or None, stderr) of `tcpvar run --json`,
     in @env (None: this process's)."""

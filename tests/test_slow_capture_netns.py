@@ -6,7 +6,6 @@ stop on to the real one; each capture still ends by itself, with its
 closing counts, and holds every packet it says it captured (tshark)."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -15,7 +14,7 @@ import pytest
 
 from tshark_truth import count
 
-from run_helpers import assert_nothing_left, tcpvar_run
+from run_helpers import assert_nothing_left, tcpvar_run, tool_on_path
 
 DELAY_S = 4         # more than the testbed's 3 s
 
@@ -35,14 +34,10 @@ wait $child
 
 @pytest.mark.slow
 def test_a_slow_capture_is_waited_for(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "tcpdump"
-    wrapper.write_text(SLOW_STOP.format(delay=DELAY_S, tcpdump=shutil.which("tcpdump")))
-    wrapper.chmod(0o755)
-    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    env = tool_on_path(tmp_path, "tcpdump",
+                       SLOW_STOP.format(delay=DELAY_S, tcpdump=shutil.which("tcpdump")))
     rc, doc, err = tcpvar_run(tmp_path, "--backend", "netns", "--cc", "cubic",
-                              "--duration", 3, "--rtt", 0, env={**os.environ, "PATH": path})
+                              "--duration", 3, "--rtt", 0, env=env)
     assert rc == 0, err
     (run,) = doc["runs"]
     folder = Path(run["dir"])

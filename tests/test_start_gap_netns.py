@@ -5,7 +5,6 @@ tshark's SYNs on the sender capture, the second flow still connects a whole
 gap after the first."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 
 from tshark_truth import fields
 
-from run_helpers import assert_nothing_left, tcpvar_run
+from run_helpers import assert_nothing_left, tcpvar_run, tool_on_path
 
 GAP_S = 1.0
 LAG_S = 1.5         # the first client's start, longer than the gap
@@ -29,16 +28,11 @@ exec {iperf3} "$@"
 
 @pytest.mark.slow
 def test_the_gap_counts_from_the_first_flows_start(tmp_path):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    wrapper = bin_dir / "iperf3"
-    wrapper.write_text(SLOW_FIRST.format(marker=tmp_path / "first", lag=LAG_S,
-                                         iperf3=shutil.which("iperf3")))
-    wrapper.chmod(0o755)
-    path = f"{bin_dir}{os.pathsep}{os.environ['PATH']}"
+    env = tool_on_path(tmp_path, "iperf3", SLOW_FIRST.format(
+        marker=tmp_path / "first", lag=LAG_S, iperf3=shutil.which("iperf3")))
     rc, doc, err = tcpvar_run(tmp_path, "--backend", "netns", "--cc", "cubic", "--mode",
                               "fairness", "--start-gap", GAP_S, "--duration", 5, "--rtt", 0,
-                              env={**os.environ, "PATH": path})
+                              env=env)
     assert rc == 0, err
     assert (tmp_path / "first").is_dir()        # the wrapper ran and held the first client
     (run,) = doc["runs"]
