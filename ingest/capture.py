@@ -309,14 +309,14 @@ def _ingest(store, path: Path, options: ScanOptions, force: bool, progress: Repo
         if old:
             store.delete_capture(old[0])
         with store.transaction():
-            capture_id = one(con, "SELECT nextval('capture_ids')")[0]
             st = path.stat()
-            con.execute("""
+            capture_id = one(con, """
                 INSERT INTO captures (capture_id, path, size_bytes, mtime_ns, fingerprint,
                     with_packets, rto_min_ms, hwdup_us, analyzed_at, tcpvar_version, complete)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now(), $9, false)""",
-                [capture_id, apath, st.st_size, st.st_mtime_ns, fp, options.packets,
-                 options.rto_min_ms, options.hwdup_us, __version__])
+                VALUES (nextval('capture_ids'), $1, $2, $3, $4, $5, $6, $7, now(), $8, false)
+                RETURNING capture_id""",
+                [apath, st.st_size, st.st_mtime_ns, fp, options.packets,
+                 options.rto_min_ms, options.hwdup_us, __version__])[0]
         return _load(store, capture_id, path, scan, progress, stop)
     except BaseException:
         if capture_id is not None:      # also when Ctrl-C came as its row was written

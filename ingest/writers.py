@@ -2,13 +2,14 @@
 beside the native scan: a few writer threads, each with a DuckDB connection
 of its own, so Parquet encoding uses the cores the scan leaves. DuckDB reads
 a batch's columns in place (the native Batch is an Arrow C stream) and
-releases Python's lock while it writes."""
+releases Python's lock while it writes. Plain threads, not concurrent.futures:
+importing that (and the logging it brings) is a few ms of every command's
+start-up, and `--stats-only` writes nothing."""
 from __future__ import annotations
 
-import collections
 import os
 import queue
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from pathlib import Path
 
 from tcpvar.store import segments
@@ -20,44 +21,65 @@ WRITERS = max(2, min(4, len(os.sched_getaffinity(0)) + 1))
 
 
 class SegmentWriters:
-    """Write batches as part-K.parquet in @folder, at most WRITERS at a time;
-    leaving the block waits for every write (and raises the first error)."""
+    """Write batches as part-K.parquet in @folder, at most WRITERS at a time
+    (submit() waits for a free one); leaving the block waits for every
+    write, and raises the first error."""
 
     def __init__(self, store, folder: Path):
         self.folder = folder
-        self.pool = ThreadPoolExecutor(WRITERS, thread_name_prefix="tcpvar-write")
-        self.pending: collections.deque[Future] = collections.deque()
-        self.cursors: queue.SimpleQueue = queue.SimpleQueue()
-        self.opened = [store.con.cursor() for _ in range(WRITERS)]
-        for cursor in self.opened:
-            self.cursors.put(cursor)
+        self.store = store
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.free = threading.Semaphore(WRITERS)    # batches submitted and not yet written
+        self.threads: list[threading.Thread] = []
+        self.error: BaseException | None = None
+        self.cancelled = False
         self.written = 0
 
     def submit(self, batch) -> None:
-        while len(self.pending) >= WRITERS:
-            self.pending.popleft().result()
-        self.pending.append(self.pool.submit(self._write, batch, self.written))
+        self.free.acquire()
+        if self.error is not None:
+            self.free.release()
+            raise self.error
+        if not self.threads:            # the first batch: the writers start
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.threads = [threading.Thread(target=self._work, args=(self.store.con.cursor(),),
+                                             name=f"tcpvar-write-{i}", daemon=True)
+                            for i in range(WRITERS)]
+            for thread in self.threads:
+                thread.start()
+        self.jobs.put((batch, self.written))
         self.written += 1
 
-    def _write(self, batch, k: int) -> None:
-        con = self.cursors.get()
+    def _work(self, con) -> None:
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            con.register("_tv_batch", batch)
-            segments.write(con, "SELECT * FROM _tv_batch", self.folder / f"part-{k}.parquet")
+            while (job := self.jobs.get()) is not None:
+                batch, k = job
+                try:
+                    if not (self.cancelled or self.error):
+                        _write(con, batch, self.folder / f"part-{k}.parquet")
+                except BaseException as exc:    # raised by submit() or on leaving
+                    self.error = self.error or exc
+                finally:
+                    self.free.release()
         finally:
-            con.unregister("_tv_batch")
-            self.cursors.put(con)
+            con.close()
 
     def __enter__(self):
         return self
 
     def __exit__(self, kind, exc, tb):
-        try:
-            if kind is None:
-                while self.pending:
-                    self.pending.popleft().result()
-        finally:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            for cursor in self.opened:
-                cursor.close()
+        self.cancelled = kind is not None   # a failed load: what is queued is not written
+        for _ in self.threads:
+            self.jobs.put(None)
+        for thread in self.threads:
+            thread.join()
+        if kind is None and self.error is not None:
+            raise self.error
+
+
+def _write(con, batch, path: Path) -> None:
+    try:
+        con.register("_tv_batch", batch)
+        segments.write(con, "SELECT * FROM _tv_batch", path)
+    finally:
+        con.unregister("_tv_batch")

@@ -7,8 +7,6 @@ import contextlib
 import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -121,9 +119,11 @@ def analyze_captures(store, paths: list[str], options: AnalyzeOptions, jobs: int
             run = partial(analyze_capture, store, path, options, scan=first if i == 0 else None)
             yield _outcome(path, partial(meter.run, path, run))
         return
+    from concurrent.futures import ThreadPoolExecutor  # only for several files at once
+
     stop = threading.Event()
     with ThreadPoolExecutor(jobs, thread_name_prefix="tcpvar-analyze") as pool:
-        futures: dict[str, Future] = {}
+        futures = {}
         for path in paths:
             if _key(path) not in futures:
                 futures[_key(path)] = pool.submit(
@@ -151,10 +151,12 @@ def _worker(store, path: str, options: AnalyzeOptions, stop: threading.Event,
         view.close()
 
 
-def _result(future: Future):
+def _result(future):
     """The future's result, waiting in short steps: a signal may reach any
     of the process's threads, and the main thread runs its handler only once
     it wakes."""
+    from concurrent.futures import TimeoutError as FutureTimeout
+
     while True:
         try:
             return future.result(timeout=0.1)

@@ -521,9 +521,6 @@ def template() -> Path | None:
     cache and made the first time it is wanted; None where the cache cannot
     hold it. Its name carries what it is made of: a new schema or DuckDB
     makes a new one."""
-    import shutil
-    import tempfile
-
     from tcpvar.resources import cache_dir
 
     made_of = f"{SCHEMA_VERSION}\n{_schema()}\n{_views()}".encode()
@@ -533,6 +530,9 @@ def template() -> Path | None:
     final = folder / name
     if final.is_file() and not final.is_symlink():
         return final
+    import shutil  # only to make it: a command's start-up skips these
+    import tempfile
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".template-", dir=folder))
