@@ -15,6 +15,7 @@ captures that are not complete when it opens.
 """
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import shutil
@@ -81,7 +82,13 @@ def write(con, query: str, path: Path) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{next(_serial)}.tmp")
     try:
         con.execute(f"COPY ({query}) TO '{quoted(tmp)}' ({WRITE})")
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise               # a full disk: exit 10, as everywhere
+            raise StoreError(f"{path}: cannot write this segment of the packets "
+                             f"({exc.strerror})") from None
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -204,6 +204,23 @@ def test_full_disk(tmpfs):
     assert packets == frames
 
 
+
+def test_a_segment_that_cannot_be_written_fails_its_capture(tmp_path):
+    """A packets segment a writer thread cannot put in place (here a folder
+    stands where its file goes, in a new store: an older one removes such
+    leftovers as it opens) fails the capture in one line, the store keeps
+    no part of it, and the next try stores it."""
+    db = tmp_path / "t.duckdb"
+    blocker = tmp_path / "t.duckdb.packets" / "capture_id=1" / "part-0.parquet"
+    blocker.mkdir(parents=True)
+    (blocker / "x").write_text("")
+    one_error(tcpvar("analyze", "-q", "--db", db, LARGE), 5,
+              "part-0.parquet: cannot write this segment of the packets (Is a directory)")
+    assert paths(db) == []
+    assert not blocker.exists()
+    assert tcpvar("analyze", "-q", "--db", db, LARGE).returncode == 0
+    assert paths(db) == [LARGE.name]
+
 CATALOG = """
     SELECT 'column', table_name, column_name || ' ' || data_type FROM duckdb_columns()
     WHERE database_name = current_database() AND table_name <> 'packets'
