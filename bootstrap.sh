@@ -18,10 +18,11 @@ $SUDO apt-get update -q
 # runs the host's udevd to create the channel the guest reports through; file:
 # virtme-ng runs it on busybox; chromium: the test that opens report.html;
 # openjdk-17-jre-headless: tcpvar spark (Apache Spark runs on Java 17); irtt and
-# iputils-ping: the latency probe beside the flows (tcpvar run --latency)
+# iputils-ping: the latency probe beside the flows (tcpvar run --latency);
+# libzstd-dev: the scanner compresses the packets' Parquet segments itself
 $SUDO apt-get install -y -q --no-install-recommends \
 	python3 python3-venv python3-dev \
-	gcc make libpcap-dev tshark tcptrace tcpdump iperf3 iproute2 ethtool procps mount \
+	gcc make libpcap-dev libzstd-dev tshark tcptrace tcpdump iperf3 iproute2 ethtool procps mount \
 	irtt iputils-ping \
 	chromium \
 	clang llvm libclang-rt-14-dev \

@@ -9,11 +9,11 @@ setup(
             "tcpvar.ingest._pcapscan",
             sources=[NATIVE + f for f in ("module.c", "decode.c", "flows.c", "columns.c", "scan.c",
                                             "arrow_stream.c", "direct.c",
-                                            "series.c")],
+                                            "series.c", "parquet.c")],
             depends=[NATIVE + f for f in ("decode.h", "flows.h", "columns.h", "scan.h",
                                             "arrow_stream.h", "direct.h",
-                                            "series.h")],
-            libraries=["pcap"],
+                                            "series.h", "parquet.h")],
+            libraries=["pcap", "zstd"],
             extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         )
     ]

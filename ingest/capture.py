@@ -76,7 +76,7 @@ def _load_packets(store, capture_id: int, scan: Scan, read: Callable[[int], None
         pending.clear()
 
     with _interrupt_between_batches(stop) as interrupted, \
-            SegmentWriters(store, segments.folder(store.packets, capture_id)) as writers:
+            SegmentWriters(segments.folder(store.packets, capture_id)) as writers:
         while True:
             status, gone = _load_next(writers, scan.queue, read)
             if gone is not None:

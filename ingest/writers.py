@@ -1,10 +1,10 @@
 """Packet batches written as a capture's segment files (store/segments.py)
-beside the native scan: a few writer threads, each with a DuckDB connection
-of its own, so Parquet encoding uses the cores the scan leaves. DuckDB reads
-a batch's columns in place (the native Batch is an Arrow C stream) and
-releases Python's lock while it writes. Plain threads, not concurrent.futures:
-importing that (and the logging it brings) is a few ms of every command's
-start-up, and `--stats-only` writes nothing."""
+beside the native scan: a few writer threads, so Parquet encoding uses the
+cores the scan leaves. The scanner writes each batch itself
+(ingest/native/parquet.c) and releases Python's lock while it does. Plain
+threads, not concurrent.futures: importing that (and the logging it
+brings) is a few ms of every command's start-up, and `--stats-only` writes
+nothing."""
 from __future__ import annotations
 
 import os
@@ -25,9 +25,8 @@ class SegmentWriters:
     (submit() waits for a free one); leaving the block waits for every
     write, and raises the first error."""
 
-    def __init__(self, store, folder: Path):
+    def __init__(self, folder: Path):
         self.folder = folder
-        self.store = store
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.free = threading.Semaphore(WRITERS)    # batches submitted and not yet written
         self.threads: list[threading.Thread] = []
@@ -42,27 +41,24 @@ class SegmentWriters:
             raise self.error
         if not self.threads:            # the first batch: the writers start
             self.folder.mkdir(parents=True, exist_ok=True)
-            self.threads = [threading.Thread(target=self._work, args=(self.store.con.cursor(),),
-                                             name=f"tcpvar-write-{i}", daemon=True)
+            self.threads = [threading.Thread(target=self._work, name=f"tcpvar-write-{i}",
+                                             daemon=True)
                             for i in range(WRITERS)]
             for thread in self.threads:
                 thread.start()
         self.jobs.put((batch, self.written))
         self.written += 1
 
-    def _work(self, con) -> None:
-        try:
-            while (job := self.jobs.get()) is not None:
-                batch, k = job
-                try:
-                    if not (self.cancelled or self.error):
-                        _write(con, batch, self.folder / f"part-{k}.parquet")
-                except BaseException as exc:    # raised by submit() or on leaving
-                    self.error = self.error or exc
-                finally:
-                    self.free.release()
-        finally:
-            con.close()
+    def _work(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            batch, k = job
+            try:
+                if not (self.cancelled or self.error):
+                    segments.write_batch(batch, self.folder / f"part-{k}.parquet")
+            except BaseException as exc:    # raised by submit() or on leaving
+                self.error = self.error or exc
+            finally:
+                self.free.release()
 
     def __enter__(self):
         return self
@@ -76,10 +72,3 @@ class SegmentWriters:
         if kind is None and self.error is not None:
             raise self.error
 
-
-def _write(con, batch, path: Path) -> None:
-    try:
-        con.register("_tv_batch", batch)
-        segments.write(con, "SELECT * FROM _tv_batch", path)
-    finally:
-        con.unregister("_tv_batch")

@@ -4,9 +4,12 @@ folder per capture, which the store's `packets` view reads:
     STORE.packets/capture_id=N/part-K.parquet     a batch of capture N's packets
     STORE.packets/capture_id=0/schema.parquet     no rows: the columns' types
 
-A segment is written in one go (DuckDB's Parquet writer, zstd) under a
-temporary name and renamed, so a reader never sees half a file. Writing
-Parquet costs less than inserting into a DuckDB table, and the files are
+A segment is written in one go under a temporary name and renamed, so a
+reader never sees half a file. Ingest's batches are written by the scanner
+itself (write_batch(): ingest/native/parquet.c, PLAIN pages and zstd),
+about a quarter of the CPU of DuckDB's COPY for files of the same size;
+the rest (the schema file, merges) by DuckDB's Parquet writer (write()).
+Either costs less than inserting into a DuckDB table, and the files are
 smaller (bench/RESULTS.md). (Parquet 2 encodings would be smaller still,
 but DuckDB writes UINTEGER columns holding values above 2^31 in a delta
 encoding that other readers refuse.) The capture's row in `captures`
@@ -15,12 +18,14 @@ captures that are not complete when it opens.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import itertools
 import os
 import shutil
 from pathlib import Path
 
+from tcpvar import __version__
 from tcpvar.errors import StoreError
 
 # the packets table's columns (docs/schema.md), capture_id from the folder's name
@@ -38,6 +43,7 @@ ROWS = 1 << 17              # packets per segment written by ingest: one row gro
 WRITE = (f"FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, DICTIONARY_SIZE_LIMIT 1000, "
          f"ROW_GROUP_SIZE {ROWS}")
 SCHEMA_FILE = "schema.parquet"
+CREATED_BY = f"tcpvar version {__version__}"     # as Parquet readers parse a writer's name
 _serial = itertools.count()
 
 
@@ -79,16 +85,31 @@ def prepare(con, top: Path) -> None:
 
 def write(con, query: str, path: Path) -> None:
     """@query's rows as the segment @path, which appears whole or not at all."""
+    with _in_place(path) as tmp:
+        con.execute(f"COPY ({query}) TO '{quoted(tmp)}' ({WRITE})")
+
+
+def write_batch(batch, path: Path) -> None:
+    """A packet batch of the scanner (its Table, in the columns' order) as
+    the segment @path, written by the scanner with Python's lock released."""
+    with _in_place(path) as tmp:
+        batch.write_parquet(str(tmp), CREATED_BY)
+
+
+@contextlib.contextmanager
+def _in_place(path: Path):
+    """A temporary name beside @path to write, renamed to @path once the
+    block is done (removed if it fails). An error is one line: a full disk
+    stays an OSError (exit 10, as everywhere), anything else a StoreError."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}-{next(_serial)}.tmp")
     try:
-        con.execute(f"COPY ({query}) TO '{quoted(tmp)}' ({WRITE})")
-        try:
-            os.replace(tmp, path)
-        except OSError as exc:
-            if exc.errno == errno.ENOSPC:
-                raise               # a full disk: exit 10, as everywhere
-            raise StoreError(f"{path}: cannot write this segment of the packets "
-                             f"({exc.strerror})") from None
+        yield tmp
+        os.replace(tmp, path)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise
+        raise StoreError(f"{path}: cannot write this segment of the packets "
+                         f"({exc.strerror})") from None
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -13,18 +13,22 @@
  *                        PyCapsule), which DuckDB reads in place, without pyarrow
  *   Table.columns()   -> a packet batch's [(name, type, values, validity,
  *                        offsets), ...] as read-only buffers, no copies
+ *   Table.write_parquet(path, created_by) -> a packet batch as a Parquet file
+ *                        (parquet.c), the GIL released
  *
  * Laid out as a modern extension: heap types, module state, one exception.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "arrow_stream.h"
+#include "parquet.h"
 #include "scan.h"
 
 typedef struct {
@@ -234,10 +238,34 @@ static PyObject *table_arrow_stream(TableObject *self, PyObject *args, PyObject 
 	return capsule;
 }
 
+static PyObject *table_write_parquet(TableObject *self, PyObject *args)
+{
+	const char *created_by;
+	PyObject *path;
+	int rc;
+
+	if (!PyArg_ParseTuple(args, "O&s", PyUnicode_FSConverter, &path, &created_by))
+		return NULL;
+	Py_BEGIN_ALLOW_THREADS
+	rc = tv_parquet_write(self->t, PyBytes_AS_STRING(path), created_by);
+	Py_END_ALLOW_THREADS
+	if (rc < 0) {
+		errno = -rc;
+		PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+	}
+	Py_DECREF(path);
+	if (rc < 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 static PyMethodDef table_methods[] = {
 	{"columns", (PyCFunction)table_columns, METH_NOARGS,
 	 "columns() -> [(name, type, values, validity, offsets)] of a packet batch, "
 	 "in Arrow layout"},
+	{"write_parquet", (PyCFunction)table_write_parquet, METH_VARARGS,
+	 "write_parquet(path, created_by) -> None: the rows as a new Parquet file (never "
+	 "over a file or through a link), written with the GIL released; OSError"},
 	{"__arrow_c_stream__", (PyCFunction)(void (*)(void))table_arrow_stream,
 	 METH_VARARGS | METH_KEYWORDS,
 	 "__arrow_c_stream__(requested_schema=None) -> the columns as an Arrow C stream "

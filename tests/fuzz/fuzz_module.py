@@ -3,8 +3,8 @@
 An input is 16 control bytes, then a capture: the control bytes choose the
 Scanner's arguments (flags, batch size, --rto-min, --hw-dups, the connection
 limit, when connections retire, a path or a descriptor) and the order of calls to its methods and
-properties, calls after close() included; the batches are read after the
-scanner is gone.
+properties, calls after close() included; the batches are read, and written
+as Parquet, after the scanner is gone.
 
 Run by tests/fuzz/run.sh against an ASan + UBSan build of the extension
 (tests/fuzz/build/module/_pcapscan*.so, named by TCPVAR_FUZZ_EXTENSION) with
@@ -13,6 +13,7 @@ atheris' sanitizer runtime preloaded; see docs/fuzzing.md.
 import importlib.util
 import os
 import sys
+import tempfile
 
 import atheris
 
@@ -60,13 +61,21 @@ def scanner(control: bytes, data: bytes):
         return None
 
 
+# where read_batch() writes each batch as Parquet (one file at a time)
+SEGMENT = os.path.join(tempfile.mkdtemp(prefix="tcpvar-fuzz-"), "batch.parquet")
+
+
 def read_batch(batch) -> None:
-    """Every byte of every column buffer, as pyarrow would read them."""
+    """Every byte of every column buffer, as pyarrow would read them, and
+    the batch written as a Parquet segment (parquet.c), as ingest writes it."""
     assert batch.rows >= 0
     for column in batch.columns():
         for buf in column[2:]:
             if buf is not None:
                 bytes(memoryview(buf))
+    if batch.rows:
+        batch.write_parquet(SEGMENT, "tcpvar fuzz")
+        os.unlink(SEGMENT)
 
 
 def one_input(raw: bytes) -> None:
