@@ -7,17 +7,18 @@ brings) is a few ms of every command's start-up, and `--stats-only` writes
 nothing."""
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from pathlib import Path
 
 from tcpvar.store import segments
 
-# batches written at once: one more than the cores (measured on 2 cores: 3
-# writers beat 2 by 3-6 %, 1 is 25 % slower; bench/RESULTS.md "levers");
-# memory grows by a batch (~10 MB) per writer
-WRITERS = max(2, min(4, len(os.sched_getaffinity(0)) + 1))
+# batches written at once. The scanner writes a batch in about half the
+# time it takes to read it, so one writer keeps up; the second is slack for
+# a slow disk. Measured on 2 cores, 5 alternating rounds: bulk 0.650 s with
+# 1 writer, 0.677 s with 2, 0.672 s with 3; lossy 0.417, 0.402, 0.401 s
+# (bench/RESULTS.md "levers"). Memory grows by a batch (~10 MB) per writer.
+WRITERS = 2
 
 
 class SegmentWriters:
