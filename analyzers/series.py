@@ -31,6 +31,21 @@ def build_throughput(con, capture_id: int, interval_ms: float, sums=None) -> boo
         return False
     if row[1] == interval_ms:
         return True
+    warning = throughput_rows(con, capture_id, interval_ms, sums)
+    # the previous build's words go; ingest's stay (they come first)
+    con.execute("""
+        UPDATE captures SET interval_ms = $1,
+            warning = nullif(concat_ws('; ', nullif(regexp_replace(coalesce(warning, ''),
+                                                                   '(; )?' || $3 || '.*$', ''), ''),
+                                       $4), '')
+        WHERE capture_id = $2""", [interval_ms, capture_id, WARNING, warning])
+    return True
+
+
+def throughput_rows(con, capture_id: int, interval_ms: float, sums=None) -> str | None:
+    """The rows of build_throughput(), without the capture's own row: what
+    ingest builds beside storing the connections (the capture's row is
+    ingest's until it completes), returning what to add to its warning."""
     con.execute("DELETE FROM throughput WHERE capture_id = $1", [capture_id])
     params = {"capture_id": capture_id, "interval_ns": int(interval_ms * 1e6)}
     if sums is None:
@@ -54,14 +69,7 @@ def build_throughput(con, capture_id: int, interval_ms: float, sums=None) -> boo
         con.execute("DROP TABLE tv_sums")
     else:
         con.unregister("tv_sums")
-    # the previous build's words go; ingest's stay (they come first)
-    con.execute("""
-        UPDATE captures SET interval_ms = $1,
-            warning = nullif(concat_ws('; ', nullif(regexp_replace(coalesce(warning, ''),
-                                                                   '(; )?' || $3 || '.*$', ''), ''),
-                                       $4), '')
-        WHERE capture_id = $2""", [interval_ms, capture_id, WARNING, warning])
-    return True
+    return warning
 
 
 def build_run_series(con, run_id: int, interval_ms: float) -> None:

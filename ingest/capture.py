@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from tcpvar import __version__
+from tcpvar import __version__, signals
 from tcpvar.errors import InputError, NoTcpError
 from tcpvar.progress import Progress, Reporter, ignore
 from tcpvar.store import segments
@@ -46,7 +46,6 @@ class CaptureResult:
     connections: int
     truncated: bool
     warning: str | None
-    series: object = None     # the throughput series' sums from the scan (ScanOptions.series_ms)
 
 
 def fingerprint(path: Path) -> str:
@@ -219,9 +218,10 @@ def _existing(con, path: str):
 
 
 def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | None,
-          stop: threading.Event | None) -> CaptureResult:
+          stop: threading.Event | None, series: SeriesRows | None) -> CaptureResult:
     """Packets batch by batch, each committed (memory stays flat), then the
-    statistics and the capture's row in one transaction that completes it."""
+    statistics and the capture's row in one transaction that completes it,
+    the throughput series (@series) stored meanwhile on a thread of its own."""
     con = store.con
     size = path.stat().st_size
     report = progress or ignore
@@ -250,45 +250,95 @@ def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | N
         n = counters["bad_time"]
         warnings.append(f"{n} record{' has a time' if n == 1 else 's have times'} before "
                         f"1970 or after 2262, left out")
-    with store.transaction():
-        nconn, conn_warnings = _store_connections(con, capture_id, scanner, copies)
-        warning = "; ".join(warnings + conn_warnings) or None
-        con.execute("""
-            UPDATE captures SET link_type = $2, link_name = $3, frames = $4, tcp_packets = $5,
-                non_tcp = $6, ip_fragments = $7, too_short = $8, malformed = $9,
-                first_ns = $10, last_ns = $11, truncated = $12, warning = $13,
-                complete = true
-            WHERE capture_id = $1""",
-            [capture_id, scanner.link_type, scanner.link_name, counters["frames"],
-             counters["tcp"], counters["non_tcp"], counters["ip_fragments"],
-             counters["too_short"], counters["malformed"], counters["first_ns"],
-             counters["last_ns"], truncated, warning])
+    interval = scan.options.series_ms if series and scan.options.packets else None
+    beside = _Beside(store, series, capture_id, interval, scanner.series()) if interval else None
+    try:
+        with store.transaction():
+            nconn, conn_warnings = _store_connections(con, capture_id, scanner, copies)
+            words = beside.result() if beside else None
+            warning = "; ".join(warnings + conn_warnings + ([words] if words else [])) or None
+            con.execute("""
+                UPDATE captures SET link_type = $2, link_name = $3, frames = $4,
+                    tcp_packets = $5, non_tcp = $6, ip_fragments = $7, too_short = $8,
+                    malformed = $9, first_ns = $10, last_ns = $11, truncated = $12,
+                    warning = $13, interval_ms = $14, complete = true
+                WHERE capture_id = $1""",
+                [capture_id, scanner.link_type, scanner.link_name, counters["frames"],
+                 counters["tcp"], counters["non_tcp"], counters["ip_fragments"],
+                 counters["too_short"], counters["malformed"], counters["first_ns"],
+                 counters["last_ns"], truncated, warning, interval])
+    finally:
+        if beside:
+            beside.wait()               # not inside DuckDB as the store closes
     return CaptureResult(capture_id, str(path.resolve()), False, counters["frames"],
-                         counters["tcp"], nconn, truncated, warning,
-                         scanner.series() if scan.options.series_ms else None)
+                         counters["tcp"], nconn, truncated, warning)
+
+
+# how a caller stores the throughput series beside ingest: (connection,
+# capture_id, interval_ms, the scan's sums or None) -> words for the warning
+SeriesRows = Callable[[object, int, float, object], "str | None"]
+
+
+class _Beside:
+    """@work(connection, *args) in a transaction of its own, on a thread and
+    a connection of its own, while the caller goes on (DuckDB releases
+    Python's lock): result() waits for it and returns what it returned, or
+    raises what it raised. A Ctrl-C meanwhile is held until it is done."""
+
+    def __init__(self, store, work, *args):
+        self.view = store.worker()
+        self.done = threading.Event()
+        self.value = self.error = None
+        threading.Thread(target=self._run, args=(work, args), name="tcpvar-series",
+                         daemon=True).start()
+
+    def _run(self, work, args) -> None:
+        try:
+            with self.view.transaction() as con:
+                self.value = work(con, *args)
+        except BaseException as exc:    # raised where the result is wanted
+            self.error = exc
+        finally:
+            self.view.close()
+            self.done.set()
+
+    def wait(self) -> None:
+        with signals.held():            # an Event: a Ctrl-C cannot end the wait early
+            self.done.wait()
+
+    def result(self):
+        self.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
 
 
 def ingest(store, path: str | Path, options: ScanOptions | None = None, *,
            force: bool = False, progress: Reporter | None = None,
-           stop: threading.Event | None = None, scan: Scan | None = None) -> CaptureResult:
+           stop: threading.Event | None = None, scan: Scan | None = None,
+           series: SeriesRows | None = None) -> CaptureResult:
     """Read a capture into the store; a file already there, unchanged and read
     with the same options, is reused. Setting @stop ends the load as Ctrl-C
     does, for loads outside the main thread. @scan: its scan, started before
-    (start_scan), which ingest closes.
+    (start_scan), which ingest closes. @series: stores the throughput series
+    at options.series_ms from the scan's sums while the connections are
+    stored; the capture's row then has that interval, and its words join the
+    capture's warning.
 
     Until the capture's row says complete, its rows are partial: any failure
     or interruption deletes them, and the store drops what a killed process
     left behind the next time it opens the database."""
     try:
         return _ingest(store, Path(path), options or ScanOptions(), force, progress, stop,
-                       scan)
+                       scan, series)
     finally:
         if scan:
             scan.close()
 
 
 def _ingest(store, path: Path, options: ScanOptions, force: bool, progress: Reporter | None,
-            stop: threading.Event | None, scan: Scan | None) -> CaptureResult:
+            stop: threading.Event | None, scan: Scan | None,
+            series: SeriesRows | None) -> CaptureResult:
     check_readable(path)
     apath = str(path.resolve())
     fp = fingerprint(path)
@@ -317,7 +367,7 @@ def _ingest(store, path: Path, options: ScanOptions, force: bool, progress: Repo
                 RETURNING capture_id""",
                 [apath, st.st_size, st.st_mtime_ns, fp, options.packets,
                  options.rto_min_ms, options.hwdup_us, __version__])[0]
-        return _load(store, capture_id, path, scan, progress, stop)
+        return _load(store, capture_id, path, scan, progress, stop, series)
     except BaseException:
         if capture_id is not None:      # also when Ctrl-C came as its row was written
             store.delete_capture(capture_id)

@@ -14,7 +14,7 @@ from typing import Iterator
 
 from tcpvar.analyzers import fairness as fairness_mod
 from tcpvar.analyzers.connections import capture_counts, connections
-from tcpvar.analyzers.series import build_throughput
+from tcpvar.analyzers.series import build_throughput, throughput_rows
 from tcpvar.errors import ExitStatus, TcpvarError
 from tcpvar.ingest.capture import Scan, ScanOptions, ingest, start_scan
 from tcpvar.progress import Progress, Reporter, ignore
@@ -45,9 +45,9 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
     """One capture's results as a JSON-ready dict; @scan, its reading
     started before (start_reading)."""
     res = ingest(store, path, options.scan, force=options.force, progress=progress, stop=stop,
-                 scan=scan)
-    with store.transaction() as con:
-        has_series = build_throughput(con, res.capture_id, options.interval_ms, res.series)
+                 scan=scan, series=throughput_rows)
+    with store.transaction() as con:    # a capture the store had: at this interval
+        has_series = build_throughput(con, res.capture_id, options.interval_ms)
     con = store.con
     cap = capture_counts(con, res.capture_id)
     doc = {
@@ -63,7 +63,7 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
         "malformed": cap[6],
         "duration_s": cap[7],
         "truncated": res.truncated,
-        "warning": cap[8],             # the scan's, and the series' (build_throughput)
+        "warning": cap[8],             # the scan's, and the series' (throughput_rows)
         "interval_ms": options.interval_ms if has_series else None,
         "connections": connections(con, res.capture_id,
                                    options.brief and not (options.fairness or options.pair))
