@@ -6,15 +6,15 @@ folder per capture, which the store's `packets` view reads:
 
 A segment is written in one go under a temporary name and renamed, so a
 reader never sees half a file. Ingest's batches are written by the scanner
-itself (write_batch(): ingest/native/parquet.c, PLAIN pages and zstd),
-about a quarter of the CPU of DuckDB's COPY for files of the same size;
-the rest (the schema file, merges) by DuckDB's Parquet writer (write()).
-Either costs less than inserting into a DuckDB table, and the files are
-smaller (bench/RESULTS.md). (Parquet 2 encodings would be smaller still,
-but DuckDB writes UINTEGER columns holding values above 2^31 in a delta
-encoding that other readers refuse.) The capture's row in `captures`
-decides whether its segments count: the store removes the folders of
-captures that are not complete when it opens.
+itself (write_batch(): ingest/native/parquet.c, zstd, frame numbers and
+times delta-encoded), about a quarter of the CPU of DuckDB's COPY for files
+a quarter to two thirds the size; the rest (the schema file, merges) by
+DuckDB's Parquet writer (write(), whose delta encoding is left off: DuckDB
+writes UINTEGER columns holding values above 2^31 in one that other
+readers refuse). Either costs less than inserting into a DuckDB table
+(bench/RESULTS.md). The capture's row in `captures` decides whether its
+segments count: the store removes the folders of captures that are not
+complete when it opens.
 """
 from __future__ import annotations
 

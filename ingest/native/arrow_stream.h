@@ -66,6 +66,7 @@ struct tv_arrow_col {
 	const void *values;
 	const uint8_t *valid;	/* validity bitmap; NULL when none is null */
 	const int32_t *offsets;	/* rows + 1, for lists and strings */
+	int climbs;		/* a hint for Parquet: delta-encode (parquet.c) */
 };
 
 /*

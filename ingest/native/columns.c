@@ -4,14 +4,15 @@
 
 #include "columns.h"
 
-#define COL(name, type) { #name, type, offsetof(struct tv_batch, name), 0 }
+#define COL(name, type) { #name, type, offsetof(struct tv_batch, name), 0, 0 }
+#define CLIMBING(name, type) { #name, type, offsetof(struct tv_batch, name), 0, 1 }
 #define NCOL(name, type) { #name, type, offsetof(struct tv_batch, name), \
-			   offsetof(struct tv_batch, valid_##name) }
+			   offsetof(struct tv_batch, valid_##name), 0 }
 
 /* The order here is the order of the packets table (store/schema.sql). */
 const struct tv_coldef tv_columns[] = {
-	COL(frame, TV_U32),
-	COL(ts_ns, TV_I64),
+	CLIMBING(frame, TV_U32),
+	CLIMBING(ts_ns, TV_I64),
 	COL(conn, TV_U32),
 	COL(dir, TV_U8),
 	COL(seq, TV_I64),
@@ -28,8 +29,8 @@ const struct tv_coldef tv_columns[] = {
 	NCOL(mss, TV_U16),
 	NCOL(wscale, TV_U8),
 	NCOL(ngwa_window, TV_U32),
-	{ "sack_l", TV_LIST_I64, offsetof(struct tv_batch, sack_l), 0 },
-	{ "sack_r", TV_LIST_I64, offsetof(struct tv_batch, sack_r), 0 },
+	{ "sack_l", TV_LIST_I64, offsetof(struct tv_batch, sack_l), 0, 0 },
+	{ "sack_r", TV_LIST_I64, offsetof(struct tv_batch, sack_r), 0, 0 },
 };
 const size_t tv_ncolumns = sizeof(tv_columns) / sizeof(tv_columns[0]);
 

@@ -49,6 +49,7 @@ struct tv_coldef {
 	enum tv_ctype type;
 	size_t data;		/* offsetof the values pointer in tv_batch */
 	size_t valid;		/* offsetof the bitmap pointer, 0 if never null */
+	int climbs;		/* values mostly climb in small steps (parquet.c) */
 };
 
 extern const struct tv_coldef tv_columns[];

@@ -341,6 +341,7 @@ static struct tv_arrow_table *batch_table(struct tv_batch *b)
 			.values = *(void **)((char *)b + c->data),
 			.valid = c->valid ? *(uint8_t **)((char *)b + c->valid) : NULL,
 			.offsets = c->type == TV_LIST_I64 ? b->sack_off : NULL,
+			.climbs = c->climbs,
 		};
 	}
 	bt->b = b;

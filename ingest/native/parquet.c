@@ -5,11 +5,13 @@
  * DuckDB's COPY took about 0.25 s of CPU per million packets to write the
  * packets' segments, most of a load's CPU on two cores. The columns are
  * already laid out as Arrow lays them out, so a Parquet file is little more
- * than their bytes: one row group, one data page (version 1, PLAIN) per
- * column, its levels and values compressed with zstd at level 1, which
- * gives files of the same size as DuckDB's at a fraction of the time.
- * Each column chunk carries its min, max and null count, so readers skip a
- * segment by its values as they do DuckDB's.
+ * than their bytes: one row group, one data page (version 1) per column,
+ * its levels and values compressed with zstd at level 1. Values are PLAIN,
+ * but for the columns that climb in small steps (frame numbers, times),
+ * which are DELTA_BINARY_PACKED: files a quarter to two thirds the size of
+ * DuckDB's, at a fraction of the time. Each column chunk carries its min,
+ * max and null count, so readers skip a segment by its values as they do
+ * DuckDB's.
  *
  * The layout is the Parquet format's (parquet.thrift of parquet-format):
  * "PAR1", the column chunks, the FileMetaData in Thrift's compact protocol,
@@ -38,7 +40,7 @@ enum { PQ_INT32 = 1, PQ_INT64 = 2 };				/* Type */
 enum { PQ_REQUIRED = 0, PQ_OPTIONAL = 1, PQ_REPEATED = 2 };	/* FieldRepetitionType */
 enum { PQ_LIST = 3, PQ_UINT_8 = 11, PQ_UINT_16 = 12, PQ_UINT_32 = 13,
        PQ_INT_64 = 18 };					/* ConvertedType */
-enum { PQ_PLAIN = 0, PQ_RLE = 3 };				/* Encoding */
+enum { PQ_PLAIN = 0, PQ_RLE = 3, PQ_DELTA_BINARY_PACKED = 5 };	/* Encoding */
 enum { PQ_ZSTD = 6 };						/* CompressionCodec */
 enum { PQ_DATA_PAGE = 0 };					/* PageType */
 
@@ -183,6 +185,7 @@ struct chunk {
 	int64_t compressed, uncompressed;	/* header included */
 	int64_t levels;			/* num_values: one per row, or per list item */
 	int64_t nulls;
+	int encoding;			/* of the values: PLAIN or DELTA_BINARY_PACKED */
 	int has_stats;
 	uint8_t min[8], max[8];		/* PLAIN values */
 };
@@ -304,15 +307,9 @@ static void runs_end(struct runs *r)
 		hi = (W)mx;						\
 	} while (0)
 
-/* Definition levels (0 null, 1 a value) and the values, with their stats. */
-static void scalar_page(const struct tv_arrow_col *c, int64_t rows, struct buf *page,
-			struct chunk *ck)
+/* Definition levels: 0 a null, 1 a value. */
+static void def_levels(const struct tv_arrow_col *c, int64_t rows, struct buf *page)
 {
-	size_t width = physical(c->type) == PQ_INT64 ? 8 : 4;
-	uint64_t lo = 0, hi = 0;
-	int64_t n = 0;
-	uint8_t *out;
-
 	if (!c->valid) {		/* all there: one run of 1s */
 		struct runs r;
 
@@ -330,6 +327,127 @@ static void scalar_page(const struct tv_arrow_col *c, int64_t rows, struct buf *
 		free(head.p);
 		if (head.oom)
 			page->oom = 1;
+	}
+}
+
+/*
+ * DELTA_BINARY_PACKED, for columns whose values mostly climb in small steps
+ * (frame numbers, times): blocks of 128 differences from the value before,
+ * each less the block's least, in 4 miniblocks of 32 packed in as few bits
+ * as the miniblock's largest needs. Frame numbers shrink to nothing, times
+ * to a quarter, and zstd has that much less to do. Differences wrap, as
+ * readers add them. A column of unsigned INT32s takes it only below 2^31
+ * (readers compute INT32 differences in 32 bits).
+ */
+#define DELTA_BLOCK	128
+#define DELTA_MINIS	4
+#define DELTA_MINI	(DELTA_BLOCK / DELTA_MINIS)
+
+static inline int64_t climbing_value(const struct tv_arrow_col *c, int64_t i)
+{
+	return c->type == TV_A_U32 ? (int64_t)((const uint32_t *)c->values)[i]
+				   : ((const int64_t *)c->values)[i];
+}
+
+/* Whether @c is delta-encoded; its min and max in @lo and @hi if so. */
+static int delta_fits(const struct tv_arrow_col *c, int64_t rows, uint64_t *lo, uint64_t *hi)
+{
+	int64_t mn, mx, i;
+
+	if (!c->climbs || c->valid || !rows || (c->type != TV_A_U32 && c->type != TV_A_I64))
+		return 0;
+	mn = mx = climbing_value(c, 0);
+	for (i = 1; i < rows; i++) {
+		int64_t v = climbing_value(c, i);
+
+		mn = v < mn ? v : mn;
+		mx = v > mx ? v : mx;
+	}
+	if (c->type == TV_A_U32 && mx > INT32_MAX)
+		return 0;
+	*lo = (uint64_t)mn;
+	*hi = (uint64_t)mx;
+	return 1;
+}
+
+static void put_zigzag(struct buf *b, int64_t v)
+{
+	put_varint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* @n values of @width bits each, least significant bit first. */
+static void pack(struct buf *b, const uint64_t *v, int n, int width)
+{
+	size_t len = (size_t)n * (size_t)width / 8;
+	uint8_t *out = room(b, len);
+	unsigned __int128 acc = 0;
+	int bits = 0, i;
+
+	if (!out)
+		return;
+	for (i = 0; i < n; i++) {
+		acc |= (unsigned __int128)v[i] << bits;
+		for (bits += width; bits >= 8; bits -= 8) {
+			*out++ = (uint8_t)acc;
+			acc >>= 8;
+		}
+	}
+	b->n += len;
+}
+
+static void delta_values(const struct tv_arrow_col *c, int64_t rows, struct buf *page)
+{
+	int64_t at, k;
+
+	put_varint(page, DELTA_BLOCK);
+	put_varint(page, DELTA_MINIS);
+	put_varint(page, (uint64_t)rows);
+	put_zigzag(page, climbing_value(c, 0));
+	for (at = 1; at < rows; at += DELTA_BLOCK) {
+		int64_t m = rows - at < DELTA_BLOCK ? rows - at : DELTA_BLOCK;
+		uint64_t u[DELTA_BLOCK] = { 0 }, prev = (uint64_t)climbing_value(c, at - 1);
+		uint8_t widths[DELTA_MINIS] = { 0 };
+		int64_t least = INT64_MAX;
+
+		for (k = 0; k < m; k++) {
+			uint64_t v = (uint64_t)climbing_value(c, at + k);
+
+			u[k] = v - prev;
+			prev = v;
+			least = (int64_t)u[k] < least ? (int64_t)u[k] : least;
+		}
+		for (k = 0; k < m; k++) {
+			uint8_t *w = &widths[k / DELTA_MINI];
+			uint64_t x = u[k] -= (uint64_t)least;
+			int bits = x ? 64 - __builtin_clzll(x) : 0;
+
+			*w = bits > *w ? (uint8_t)bits : *w;
+		}
+		put_zigzag(page, least);
+		put(page, widths, DELTA_MINIS);
+		for (k = 0; k < m; k += DELTA_MINI)	/* a last one padded with 0s */
+			pack(page, u + k, DELTA_MINI, widths[k / DELTA_MINI]);
+	}
+}
+
+/* Definition levels and the values, with their stats. */
+static void scalar_page(const struct tv_arrow_col *c, int64_t rows, struct buf *page,
+			struct chunk *ck)
+{
+	size_t width = physical(c->type) == PQ_INT64 ? 8 : 4;
+	uint64_t lo = 0, hi = 0;
+	int64_t n = 0;
+	uint8_t *out;
+
+	def_levels(c, rows, page);
+	ck->levels = rows;
+	if (delta_fits(c, rows, &lo, &hi)) {
+		delta_values(c, rows, page);
+		ck->encoding = PQ_DELTA_BINARY_PACKED;
+		ck->has_stats = 1;
+		memcpy(ck->min, &lo, width);
+		memcpy(ck->max, &hi, width);
+		return;
 	}
 	out = room(page, (size_t)rows * width);
 	if (!out || !rows)
@@ -349,7 +467,6 @@ static void scalar_page(const struct tv_arrow_col *c, int64_t rows, struct buf *
 		break;
 	}
 	page->n += (size_t)n * width;
-	ck->levels = rows;
 	ck->nulls = rows - n;
 	ck->has_stats = n > 0;
 	memcpy(ck->min, &lo, width);
@@ -391,7 +508,7 @@ static void list_page(const struct tv_arrow_col *c, int64_t rows, struct buf *pa
 	ck->has_stats = 0;
 }
 
-static void page_header(struct thrift *t, int64_t levels, size_t raw, size_t packed)
+static void page_header(struct thrift *t, const struct chunk *ck, size_t raw, size_t packed)
 {
 	t->depth = 0;
 	t->last[0] = 0;
@@ -399,8 +516,8 @@ static void page_header(struct thrift *t, int64_t levels, size_t raw, size_t pac
 	t_i32(t, 2, (int32_t)raw);
 	t_i32(t, 3, (int32_t)packed);
 	t_begin(t, 5);				/* DataPageHeader */
-	t_i32(t, 1, (int32_t)levels);
-	t_i32(t, 2, PQ_PLAIN);
+	t_i32(t, 1, (int32_t)ck->levels);
+	t_i32(t, 2, ck->encoding);
 	t_i32(t, 3, PQ_RLE);
 	t_i32(t, 4, PQ_RLE);
 	t_end(t);
@@ -430,7 +547,7 @@ static int write_chunk(const struct tv_arrow_col *c, int64_t rows, struct buf *f
 	n = ZSTD_compressCCtx(zc, packed->p, bound, page->p, page->n, ZSTD_LEVEL);
 	if (ZSTD_isError(n))
 		return -ENOMEM;		/* the only way it fails with a bound's room */
-	page_header(&t, ck->levels, page->n, n);
+	page_header(&t, ck, page->n, n);
 	ck->offset = (int64_t)file->n;
 	ck->compressed = (int64_t)(head.n + n);
 	ck->uncompressed = (int64_t)(head.n + page->n);
@@ -467,7 +584,7 @@ static void column_meta(struct thrift *t, const struct tv_arrow_col *c, const st
 	t_begin(t, 3);				/* ColumnMetaData */
 	t_i32(t, 1, physical(c->type));
 	t_list(t, 2, CT_I32, 2);
-	put_varint(t->b, PQ_PLAIN << 1);
+	put_varint(t->b, (uint64_t)ck->encoding << 1);
 	put_varint(t->b, PQ_RLE << 1);
 	t_list(t, 3, CT_BINARY, list ? 3 : 1);
 	put_varint(t->b, strlen(c->name));
