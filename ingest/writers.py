@@ -41,7 +41,9 @@ class SegmentWriters:
             self.free.release()
             raise self.error
         if not self.threads:            # the first batch: the writers start
+            segments.refuse_links(self.folder.parent, shallow=True)    # a store's own
             self.folder.mkdir(parents=True, exist_ok=True)
+            segments.refuse_links(self.folder, shallow=True)           # folders, not links
             self.threads = [threading.Thread(target=self._work, name=f"tcpvar-write-{i}",
                                              daemon=True)
                             for i in range(WRITERS)]

@@ -78,7 +78,9 @@ def prepare(con, top: Path) -> None:
     """The folder and its schema segment (the view needs a file to read)."""
     schema = folder(top, 0) / SCHEMA_FILE
     if not schema.is_file():
+        refuse_links(top, shallow=True)
         schema.parent.mkdir(parents=True, exist_ok=True)
+        refuse_links(schema.parent, shallow=True)
         columns = ", ".join(f"NULL::{typ} AS {name}" for name, typ in COLUMNS)
         write(con, f"SELECT {columns} WHERE false", schema)
 

@@ -221,6 +221,24 @@ def test_a_segment_that_cannot_be_written_fails_its_capture(tmp_path):
     assert tcpvar("analyze", "-q", "--db", db, LARGE).returncode == 0
     assert paths(db) == [LARGE.name]
 
+
+@pytest.mark.parametrize("linked", ["t.duckdb.packets/capture_id=1", "t.duckdb.packets"])
+def test_packets_are_never_written_through_a_link(tmp_path, linked):
+    """A store handed over with its packets folder, or a capture's folder in
+    it, as a symbolic link to somewhere else: the load is refused in one
+    line and nothing is written there."""
+    db = tmp_path / "t.duckdb"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / linked).parent.mkdir(parents=True, exist_ok=True)
+    if linked.endswith("capture_id=1"):
+        (tmp_path / "t.duckdb.packets" / "capture_id=0").mkdir()
+        (elsewhere / "capture_id=0").mkdir()
+    os.symlink(elsewhere, tmp_path / linked)
+    res = tcpvar("analyze", "-q", "--db", db, SMALL)
+    one_error(res, 5, "a symbolic link where tcpvar writes files of its own; refused")
+    assert not [p for p in elsewhere.rglob("*") if p.is_file()]
+
 CATALOG = """
     SELECT 'column', table_name, column_name || ' ' || data_type FROM duckdb_columns()
     WHERE database_name = current_database() AND table_name <> 'packets'
