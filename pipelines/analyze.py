@@ -46,7 +46,7 @@ def analyze_capture(store, path: str, options: AnalyzeOptions, progress=None,
     started before (start_reading)."""
     res = ingest(store, path, options.scan, force=options.force, progress=progress, stop=stop,
                  scan=scan, series=throughput_rows)
-    with store.transaction() as con:    # a capture the store had: at this interval
+    with store.transaction() as con:    # a new capture has its series already (ingest)
         has_series = build_throughput(con, res.capture_id, options.interval_ms)
     con = store.con
     cap = capture_counts(con, res.capture_id)
