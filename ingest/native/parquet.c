@@ -38,8 +38,8 @@
 /* parquet.thrift's enumerations, as far as used here */
 enum { PQ_INT32 = 1, PQ_INT64 = 2 };				/* Type */
 enum { PQ_REQUIRED = 0, PQ_OPTIONAL = 1, PQ_REPEATED = 2 };	/* FieldRepetitionType */
-enum { PQ_LIST = 3, PQ_UINT_8 = 11, PQ_UINT_16 = 12, PQ_UINT_32 = 13,
-       PQ_INT_64 = 18 };					/* ConvertedType */
+/* ConvertedType */
+enum { PQ_LIST = 3, PQ_UINT_8 = 11, PQ_UINT_16 = 12, PQ_UINT_32 = 13, PQ_INT_64 = 18 };
 enum { PQ_PLAIN = 0, PQ_RLE = 3, PQ_DELTA_BINARY_PACKED = 5 };	/* Encoding */
 enum { PQ_ZSTD = 6 };						/* CompressionCodec */
 enum { PQ_DATA_PAGE = 0 };					/* PageType */
@@ -380,13 +380,13 @@ static void pack(struct buf *b, const uint64_t *v, int n, int width)
 {
 	size_t len = (size_t)n * (size_t)width / 8;
 	uint8_t *out = room(b, len);
-	unsigned __int128 acc = 0;
+	__uint128_t acc = 0;
 	int bits = 0, i;
 
 	if (!out)
 		return;
 	for (i = 0; i < n; i++) {
-		acc |= (unsigned __int128)v[i] << bits;
+		acc |= (__uint128_t)v[i] << bits;
 		for (bits += width; bits >= 8; bits -= 8) {
 			*out++ = (uint8_t)acc;
 			acc >>= 8;
@@ -700,8 +700,10 @@ int tv_parquet_write(const struct tv_arrow_table *t, const char *path,
 	}
 	if (!cks || !zc)
 		goto out;
-	/* sized once for the widest column: growing them page by page cost
-	 * more than encoding (copies, and the kernel's fresh pages) */
+	/*
+	 * sized once for the widest column: growing them page by page cost
+	 * more than encoding (copies, and the kernel's fresh pages)
+	 */
 	room(&page, (size_t)t->rows * 9 + 64);
 	room(&packed, ZSTD_compressBound(page.cap));
 	room(&file, page.cap);
