@@ -22,7 +22,6 @@ from typing import Callable
 from tcpvar import __version__, signals
 from tcpvar.errors import InputError, NoTcpError
 from tcpvar.progress import Progress, Reporter, ignore
-from tcpvar.store import segments
 from tcpvar.store.db import one
 
 from . import _pcapscan
@@ -75,7 +74,7 @@ def _load_packets(store, capture_id: int, scan: Scan, read: Callable[[int], None
         pending.clear()
 
     with _interrupt_between_batches(stop) as interrupted, \
-            SegmentWriters(segments.folder(store.packets, capture_id)) as writers:
+            SegmentWriters(store.packets, capture_id) as writers:
         while True:
             status, gone = _load_next(writers, scan.queue, read)
             if gone is not None:

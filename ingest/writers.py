@@ -22,12 +22,14 @@ WRITERS = 2
 
 
 class SegmentWriters:
-    """Write batches as part-K.parquet in @folder, at most WRITERS at a time
+    """Write batches as part-K.parquet in capture @capture_id's folder under
+    @top (segments.own_folder), at most WRITERS at a time
     (submit() waits for a free one); leaving the block waits for every
     write, and raises the first error."""
 
-    def __init__(self, folder: Path):
-        self.folder = folder
+    def __init__(self, top: Path, capture_id: int):
+        self.top, self.capture_id = top, capture_id
+        self.folder: Path | None = None     # made with the first batch
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.free = threading.Semaphore(WRITERS)    # batches submitted and not yet written
         self.threads: list[threading.Thread] = []
@@ -41,9 +43,7 @@ class SegmentWriters:
             self.free.release()
             raise self.error
         if not self.threads:            # the first batch: the writers start
-            segments.refuse_links(self.folder.parent, shallow=True)    # a store's own
-            self.folder.mkdir(parents=True, exist_ok=True)
-            segments.refuse_links(self.folder, shallow=True)           # folders, not links
+            self.folder = segments.own_folder(self.top, self.capture_id)
             self.threads = [threading.Thread(target=self._work, name=f"tcpvar-write-{i}",
                                              daemon=True)
                             for i in range(WRITERS)]

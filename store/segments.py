@@ -78,11 +78,19 @@ def prepare(con, top: Path) -> None:
     """The folder and its schema segment (the view needs a file to read)."""
     schema = folder(top, 0) / SCHEMA_FILE
     if not schema.is_file():
-        refuse_links(top, shallow=True)
-        schema.parent.mkdir(parents=True, exist_ok=True)
-        refuse_links(schema.parent, shallow=True)
+        own_folder(top, 0)
         columns = ", ".join(f"NULL::{typ} AS {name}" for name, typ in COLUMNS)
         write(con, f"SELECT {columns} WHERE false", schema)
+
+
+def own_folder(top: Path, capture_id: int) -> Path:
+    """Capture @capture_id's folder under @top, made if need be, to write
+    segments into: StoreError if @top or the folder is a symbolic link."""
+    refuse_links(top, shallow=True)
+    path = folder(top, capture_id)
+    path.mkdir(parents=True, exist_ok=True)
+    refuse_links(path, shallow=True)
+    return path
 
 
 def write(con, query: str, path: Path) -> None:
