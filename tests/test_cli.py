@@ -44,6 +44,35 @@ def test_version():
     assert res.returncode == 0 and res.stdout.startswith("tcpvar ")
 
 
+def _entry_after(setup: str, *args: str) -> subprocess.CompletedProcess:
+    """The tcpvar command (cli.main.entry) in a process of its own, after
+    the Python of @setup has run in it."""
+    code = f"import sys\n{setup}\nsys.argv = ['tcpvar', *{list(args)!r}]\n" \
+           "from tcpvar.cli.main import entry\nentry()\n"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as users run it
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+def test_the_exit_runs_atexit_handlers_and_flushes_what_they_print():
+    # entry() ends without Python's teardown (os._exit): what a normal
+    # exit does that matters must still happen, in its order
+    res = _entry_after("import atexit\n"
+                       "atexit.register(lambda: print('handler ran', end=''))", "--version")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("tcpvar ") and res.stdout.endswith("handler ran")
+
+
+def test_the_exit_waits_for_a_thread_still_running(tmp_path):
+    done = tmp_path / "done"
+    res = _entry_after("import threading, time, pathlib\n"
+                       "threading.Thread(target=lambda: (time.sleep(0.5), "
+                       f"pathlib.Path({str(done)!r}).write_text('x'))).start()",
+                       "analyze", str(FIXTURES / "does-not-exist.pcap"))
+    assert res.returncode == 3, res.stderr
+    assert done.read_text() == "x"
+
+
 @pytest.mark.parametrize("path, status, words", [
     (FIXTURES / "does-not-exist.pcap", 3, "no such file"),
     (FIXTURES, 3, "is a directory"),
