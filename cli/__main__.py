@@ -1,4 +1,4 @@
 """python -m tcpvar.cli"""
-from .main import entry
+from .start import entry
 
 entry()

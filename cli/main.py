@@ -1,18 +1,15 @@
 """The `tcpvar` command group and its error handling.
 
 main() maps every outcome to an exit status (tcpvar.errors.ExitStatus): a
-TcpvarError prints its one-line message, Ctrl-C (and, through entry(),
+TcpvarError prints its one-line message, Ctrl-C (and, through cli.start,
 SIGTERM and SIGHUP) exits 130, and anything
 unexpected is reported as an internal error (--traceback shows it).
 """
 from __future__ import annotations
 
-import atexit
 import errno
 import importlib
-import os
 import sys
-import threading
 
 import click
 
@@ -122,30 +119,3 @@ def _no_space(exc: Exception) -> bool:
 def _interrupted(terminal) -> int:
     terminal.error("interrupted; the store keeps what was complete before")
     return ExitStatus.INTERRUPTED
-
-
-def entry() -> None:
-    """The tcpvar command: SIGTERM and SIGHUP (a `kill`, a closed terminal)
-    unwind like Ctrl-C, so a run or a sweep still removes its namespaces and
-    its micro-VM and stores what it finished."""
-    signals.unwind_on_signals()
-    _exit(main())
-
-
-def _exit(status: int) -> None:
-    """End the process with @status, doing what Python's own exit does
-    that matters (the atexit handlers run, stdout and stderr are flushed)
-    but not freeing every module and object one by one: that takes 15-30
-    ms, a tenth of a short `tcpvar analyze`, and the kernel takes the
-    process's memory back whole. With threads of the command still
-    running, Python's exit waits for them as usual."""
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate()
-           if t is not threading.main_thread()):
-        sys.exit(status)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):   # a reader that left (`| head`), a closed stream
-            pass
-    os._exit(status)

@@ -17,7 +17,7 @@ from tcpvar import signals
 from tcpvar.errors import StoreError
 from tcpvar.progress import Progress
 
-from . import segments
+from . import engine, segments
 from .engine import duckdb as _duckdb  # imported when a store is first opened
 
 _HERE = Path(__file__).resolve().parent     # the SQL files are beside it
@@ -121,6 +121,7 @@ class Store:
         self._locked = False
         self.packets = segments.root(self.path)     # the packets' segment files
         self._limit = _SharedLimit()
+        self._database = None       # its name, when attached to an instance of the command's
         if Path(self.path).is_dir():
             raise StoreError(f"store {self.path}: is a directory, not a DuckDB file")
         if read_only and not Path(self.path).exists():
@@ -173,14 +174,18 @@ class Store:
 
     def _connect(self, read_only: bool, deadline: float, progress):
         duckdb = _duckdb()
+        path = str(Path(self.path).absolute())
+        early = engine.take_early()
+        if early is not None:
+            try:
+                return self._attach(early, path, read_only)
+            except duckdb.Error:    # a name DuckDB keeps, a lock: connecting says why
+                early.close()
         while True:
             try:
                 # an absolute path: DuckDB reads `md:x` or `s3://x` as a place
-                # to fetch; and no extension is installed or loaded for
-                # what a file holds (a SQLite file would load sqlite_scanner)
-                return duckdb.connect(str(Path(self.path).absolute()), read_only=read_only,
-                                      config={"autoinstall_known_extensions": False,
-                                              "autoload_known_extensions": False})
+                # to fetch
+                return duckdb.connect(path, read_only=read_only, config=engine.CONFIG)
             except duckdb.Error as exc:
                 holder = re.search(r"Conflicting lock is held in (\S+) \(PID (\d+)\)",
                                    str(exc))
@@ -194,6 +199,16 @@ class Store:
                 if progress:
                     progress(Progress(f"waiting for the store {self.path}, open in {who}"))
                 time.sleep(0.5)
+
+    def _attach(self, con, path: str, read_only: bool):
+        """The database at @path attached to the instance the command
+        started early (engine.start_early()), under the name connecting to
+        it gives, and the default of @con and of the store's workers."""
+        con.execute(f"ATTACH '{segments.quoted(path)}'" + (" (READ_ONLY)" if read_only else ""))
+        self._database = one(con, "SELECT database_name FROM duckdb_databases() "
+                                  "WHERE path = $1", [path])[0]
+        con.execute(f"USE {identifier(self._database)}")
+        return con
 
     def _refuse_or_clean(self, read_only: bool) -> bool:
         """A store is data: what tcpvar did not create in it that runs in
@@ -367,6 +382,8 @@ class Store:
         appends never conflict); close it when the thread is done."""
         view = copy.copy(self)
         view.con = self.con.cursor()
+        if self._database is not None:      # a new connection starts in the instance's own
+            view.con.execute(f"USE {identifier(self._database)}")
         return view
 
     @contextlib.contextmanager

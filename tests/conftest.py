@@ -57,17 +57,18 @@ SHARED_CAPTURES = sorted({**_captures(FIXTURES / "thirdparty"),
 
 
 def tcpvar_main(*args, cwd=None) -> subprocess.CompletedProcess:
-    """The tcpvar command run in this process, through cli.main.main(argv):
-    the exit status, stdout and stderr a user gets, without the start-up of
-    a new Python. The smoke tests that need a real process run
-    `python -m tcpvar.cli` instead."""
-    from tcpvar.cli.main import main
+    """The tcpvar command run in this process, as the command's process runs
+    it (cli.start.run(argv): DuckDB's instance started early for a command
+    that opens the store first): the exit status, stdout and stderr a user
+    gets, without the start-up of a new Python. The smoke tests that need a
+    real process run `python -m tcpvar.cli` instead."""
+    from tcpvar.cli.start import run
 
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
             contextlib.chdir(cwd or os.getcwd()):
-        status = main(argv)
+        status = run(argv)
     return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 

@@ -45,10 +45,10 @@ def test_version():
 
 
 def _entry_after(setup: str, *args: str) -> subprocess.CompletedProcess:
-    """The tcpvar command (cli.main.entry) in a process of its own, after
+    """The tcpvar command (cli.start.entry) in a process of its own, after
     the Python of @setup has run in it."""
     code = f"import sys\n{setup}\nsys.argv = ['tcpvar', *{list(args)!r}]\n" \
-           "from tcpvar.cli.main import entry\nentry()\n"
+           "from tcpvar.cli.start import entry\nentry()\n"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # as users run it
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, timeout=60)
@@ -68,7 +68,8 @@ def test_the_exit_waits_for_a_thread_still_running(tmp_path):
     res = _entry_after("import threading, time, pathlib\n"
                        "threading.Thread(target=lambda: (time.sleep(0.5), "
                        f"pathlib.Path({str(done)!r}).write_text('x'))).start()",
-                       "analyze", str(FIXTURES / "does-not-exist.pcap"))
+                       "analyze", "--db", str(tmp_path / "t.duckdb"),
+                       str(FIXTURES / "does-not-exist.pcap"))
     assert res.returncode == 3, res.stderr
     assert done.read_text() == "x"
 

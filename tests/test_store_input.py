@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+import peers
 from conftest import FIXTURES
 from conftest import tcpvar_process as tcpvar
 
@@ -53,6 +54,23 @@ def tmpfs(tmp_path):
                    check=True)
     yield mnt
     subprocess.run(["umount", str(mnt)], check=False)
+
+
+@pytest.mark.parametrize("stem", ["memory", "system", "temp", "main"])
+def test_a_store_named_like_duckdbs_own_databases(tmp_path, stem):
+    """A command attaches its store to the DuckDB instance it started as it
+    began (store.engine.start_early()): a store named like one of DuckDB's
+    own databases is written and read all the same, under the name
+    DuckDB's own connection gives it."""
+    db = tmp_path / f"{stem}.duckdb"
+    assert tcpvar("analyze", "-q", "--db", db, SMALL).returncode == 0
+    res = tcpvar("query", "--db", db, "--csv",
+                 "SELECT current_database(), count(*) FROM connections")
+    assert res.returncode == 0, res.stderr
+    con = duckdb.connect(str(db), read_only=True)
+    name = con.execute("SELECT current_database()").fetchone()[0]
+    con.close()
+    assert res.stdout.splitlines()[1] == f"{name},{len(peers.tcptrace(str(SMALL)))}"
 
 
 def test_not_a_database(tmp_path):
