@@ -21,24 +21,30 @@ def entry() -> None:
     from tcpvar import signals
 
     signals.unwind_on_signals()
-    _exit(run(sys.argv[1:]))
+    _exit(_command(sys.argv[1:]))   # DuckDB's instance goes with the process
 
 
 def run(args: list[str]) -> int:
-    """The command @args name, with DuckDB's instance started first when
-    the command opens the store first; its exit status."""
-    early = command(args) in STORE_FIRST
-    if early:
+    """The command @args name, run as its process runs it; its exit status.
+    For callers whose process goes on: DuckDB's instance is freed."""
+    try:
+        return _command(args)
+    finally:
+        from tcpvar.store import engine
+
+        engine.end_early()
+
+
+def _command(args: list[str]) -> int:
+    """The command, with DuckDB's instance started first when it opens
+    the store first."""
+    if command(args) in STORE_FIRST:
         from tcpvar.store import engine
 
         engine.start_early()
-    try:
-        from tcpvar.cli.main import main
+    from tcpvar.cli.main import main
 
-        return main(args)
-    finally:
-        if early:
-            engine.drop_early()     # not taken: the command failed before its store
+    return main(args)
 
 
 def command(args: list[str]) -> str | None:

@@ -121,7 +121,8 @@ class Store:
         self._locked = False
         self.packets = segments.root(self.path)     # the packets' segment files
         self._limit = _SharedLimit()
-        self._database = None       # its name, when attached to an instance of the command's
+        self._database = None       # its name, when attached to the command's instance
+        self._detach = False        # this Store attached it (not a worker's view)
         if Path(self.path).is_dir():
             raise StoreError(f"store {self.path}: is a directory, not a DuckDB file")
         if read_only and not Path(self.path).exists():
@@ -138,13 +139,13 @@ class Store:
             else:
                 self._open(read_only)
         except _duckdb().Error as exc:
-            self.con.close()
+            self.close()
             if "No space left on device" in str(exc):
                 raise                   # exit 10, as for any full disk
             raise StoreError(f"store {self.path}: not a store this tcpvar reads "
                              f"({_one_line(exc)})") from None
         except BaseException:
-            self.con.close()
+            self.close()
             raise
 
     def _open(self, read_only: bool) -> None:
@@ -208,6 +209,7 @@ class Store:
         self._database = one(con, "SELECT database_name FROM duckdb_databases() "
                                   "WHERE path = $1", [path])[0]
         con.execute(f"USE {identifier(self._database)}")
+        self._detach = True
         return con
 
     def _refuse_or_clean(self, read_only: bool) -> bool:
@@ -382,6 +384,7 @@ class Store:
         appends never conflict); close it when the thread is done."""
         view = copy.copy(self)
         view.con = self.con.cursor()
+        view._detach = False
         if self._database is not None:      # a new connection starts in the instance's own
             view.con.execute(f"USE {identifier(self._database)}")
         return view
@@ -435,6 +438,16 @@ class Store:
             raise StoreError(f"query failed: {_one_line(exc)}") from None
 
     def close(self) -> None:
+        """Close the connection. A store attached to the command's instance
+        (engine.take_early()) is detached first: its checkpoint written and
+        its file let go, the instance left to the end of the process."""
+        if self._detach:
+            self._detach = False
+            try:
+                self.con.execute("USE memory")
+                self.con.execute(f"DETACH {identifier(self._database)}")
+            except _duckdb().Error:
+                pass        # as a checkpoint at close fails: the WAL keeps the commits
         self.con.close()
 
     def __enter__(self):

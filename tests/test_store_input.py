@@ -73,6 +73,16 @@ def test_a_store_named_like_duckdbs_own_databases(tmp_path, stem):
     assert res.stdout.splitlines()[1] == f"{name},{len(peers.tcptrace(str(SMALL)))}"
 
 
+def test_a_command_leaves_its_store_checkpointed(stored):
+    """The store detaches from the command's DuckDB instance as it closes,
+    the process then ending whole: its commits are in the file, no WAL is
+    left beside it for the next opening to replay."""
+    assert not Path(f"{stored}.wal").exists()
+    assert tcpvar("analyze", "-q", "--db", stored, LARGE).returncode == 0
+    assert not Path(f"{stored}.wal").exists()
+    assert paths(stored) == [SMALL.name, LARGE.name]
+
+
 def test_not_a_database(tmp_path):
     db = tmp_path / "t.duckdb"
     db.write_bytes(bytes(range(256)) * 20)
