@@ -67,8 +67,8 @@ def connection_lines(con, capture_id: int,
             "capture_id": capture_id, "first_conn": first, "last_conn": last,
             "widths": widths}).fetchall()
         if rows:
-            widths = rows[0][1]
-            yield [line for line, _ in rows], widths
+            widths = list(rows[0][1:])
+            yield [row[0] for row in rows], widths
 
 
 def _read(con, capture_id: int, brief: bool, first: int, last: int) -> list[dict]:

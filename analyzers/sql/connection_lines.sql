@@ -8,7 +8,7 @@
 -- them (the macro tv_si, sql/text_macros.sql), the RTT to 0.1 ms, "-" for
 -- a missing value. Each column is as wide as its widest cell and at least
 -- $widths[i] (its heading's, or an earlier batch's width): every line
--- carries the widths, and ends without spaces.
+-- carries the widths (w1..w14), and ends without spaces.
 WITH stats AS (
     SELECT s.*,
            CASE WHEN c.ip_version = 6 THEN '[' || c.a_addr || ']:' || c.a_port
@@ -39,29 +39,31 @@ WITH stats AS (
            tv_si(goodput_bps, 'bit/s') AS c14
     FROM stats
 ), widths AS (
-    SELECT *, [greatest($widths[1], max(length(c1)) OVER ()),
-               greatest($widths[2], max(length(c2)) OVER ()),
-               greatest($widths[3], max(length(c3)) OVER ()),
-               greatest($widths[4], max(length(c4)) OVER ()),
-               greatest($widths[5], max(length(c5)) OVER ()),
-               greatest($widths[6], max(length(c6)) OVER ()),
-               greatest($widths[7], max(length(c7)) OVER ()),
-               greatest($widths[8], max(length(c8)) OVER ()),
-               greatest($widths[9], max(length(c9)) OVER ()),
-               greatest($widths[10], max(length(c10)) OVER ()),
-               greatest($widths[11], max(length(c11)) OVER ()),
-               greatest($widths[12], max(length(c12)) OVER ()),
-               greatest($widths[13], max(length(c13)) OVER ()),
-               greatest($widths[14], max(length(c14)) OVER ())]::INTEGER[] AS w
+    -- each a column: a list per line cost more than the rest of the query
+    SELECT *,
+           greatest($widths[1], max(length(c1)) OVER ())::INTEGER AS w1,
+           greatest($widths[2], max(length(c2)) OVER ())::INTEGER AS w2,
+           greatest($widths[3], max(length(c3)) OVER ())::INTEGER AS w3,
+           greatest($widths[4], max(length(c4)) OVER ())::INTEGER AS w4,
+           greatest($widths[5], max(length(c5)) OVER ())::INTEGER AS w5,
+           greatest($widths[6], max(length(c6)) OVER ())::INTEGER AS w6,
+           greatest($widths[7], max(length(c7)) OVER ())::INTEGER AS w7,
+           greatest($widths[8], max(length(c8)) OVER ())::INTEGER AS w8,
+           greatest($widths[9], max(length(c9)) OVER ())::INTEGER AS w9,
+           greatest($widths[10], max(length(c10)) OVER ())::INTEGER AS w10,
+           greatest($widths[11], max(length(c11)) OVER ())::INTEGER AS w11,
+           greatest($widths[12], max(length(c12)) OVER ())::INTEGER AS w12,
+           greatest($widths[13], max(length(c13)) OVER ())::INTEGER AS w13,
+           greatest($widths[14], max(length(c14)) OVER ())::INTEGER AS w14
     FROM cells
 )
-SELECT rtrim(lpad(c1, w[1], ' ') || '  ' || rpad(c2, w[2], ' ') || '  '
-             || lpad(c3, w[3], ' ') || '  ' || lpad(c4, w[4], ' ') || '  '
-             || lpad(c5, w[5], ' ') || '  ' || lpad(c6, w[6], ' ') || '  '
-             || lpad(c7, w[7], ' ') || '  ' || lpad(c8, w[8], ' ') || '  '
-             || lpad(c9, w[9], ' ') || '  ' || lpad(c10, w[10], ' ') || '  '
-             || lpad(c11, w[11], ' ') || '  ' || lpad(c12, w[12], ' ') || '  '
-             || lpad(c13, w[13], ' ') || '  ' || lpad(c14, w[14], ' ')) AS line,
-       w AS widths
+SELECT rtrim(lpad(c1, w1, ' ') || '  ' || rpad(c2, w2, ' ') || '  '
+             || lpad(c3, w3, ' ') || '  ' || lpad(c4, w4, ' ') || '  '
+             || lpad(c5, w5, ' ') || '  ' || lpad(c6, w6, ' ') || '  '
+             || lpad(c7, w7, ' ') || '  ' || lpad(c8, w8, ' ') || '  '
+             || lpad(c9, w9, ' ') || '  ' || lpad(c10, w10, ' ') || '  '
+             || lpad(c11, w11, ' ') || '  ' || lpad(c12, w12, ' ') || '  '
+             || lpad(c13, w13, ' ') || '  ' || lpad(c14, w14, ' ')) AS line,
+       w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, w14
 FROM widths
 ORDER BY conn, dir
