@@ -220,14 +220,32 @@ def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | N
           stop: threading.Event | None, series: SeriesRows | None) -> CaptureResult:
     """Packets batch by batch, each committed (memory stays flat), then the
     statistics and the capture's row in one transaction that completes it,
-    the throughput series (@series) stored meanwhile on a thread of its own."""
-    con = store.con
+    the throughput series (@series) stored meanwhile on a thread of its own
+    from the moment the scan has read the whole capture."""
     size = path.stat().st_size
     report = progress or ignore
 
     def read(done: int) -> None:
         report(Progress(f"reading {path}", done, size, "bytes"))
 
+    interval = scan.options.series_ms if series and scan.options.packets else None
+    beside = _SeriesBeside(store, series, capture_id, interval, scan) if interval else None
+    try:
+        return _complete(store, capture_id, path, scan, read, stop, beside)
+    except BaseException:
+        if beside:
+            beside.cancel()             # the capture is not stored: no series,
+            scan.close()                # and the end of the scan it waits for comes now
+        raise
+    finally:
+        if beside:
+            beside.wait()               # not inside DuckDB as the store closes
+
+
+def _complete(store, capture_id: int, path: Path, scan: Scan, read: Callable[[int], None],
+              stop: threading.Event | None, beside: _SeriesBeside | None) -> CaptureResult:
+    """_load(): the packets, then the transaction that completes the capture."""
+    con = store.con
     try:
         with store.memory_limit(LOAD_MEMORY):
             status, copies = _load_packets(store, capture_id, scan, read, stop)
@@ -249,26 +267,21 @@ def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | N
         n = counters["bad_time"]
         warnings.append(f"{n} record{' has a time' if n == 1 else 's have times'} before "
                         f"1970 or after 2262, left out")
-    interval = scan.options.series_ms if series and scan.options.packets else None
-    beside = _Beside(store, series, capture_id, interval, scanner.series()) if interval else None
-    try:
-        with store.transaction():
-            nconn, conn_warnings = _store_connections(con, capture_id, scanner, copies)
-            words = beside.result() if beside else None
-            warning = "; ".join(warnings + conn_warnings + ([words] if words else [])) or None
-            con.execute("""
-                UPDATE captures SET link_type = $2, link_name = $3, frames = $4,
-                    tcp_packets = $5, non_tcp = $6, ip_fragments = $7, too_short = $8,
-                    malformed = $9, first_ns = $10, last_ns = $11, truncated = $12,
-                    warning = $13, interval_ms = $14, complete = true
-                WHERE capture_id = $1""",
-                [capture_id, scanner.link_type, scanner.link_name, counters["frames"],
-                 counters["tcp"], counters["non_tcp"], counters["ip_fragments"],
-                 counters["too_short"], counters["malformed"], counters["first_ns"],
-                 counters["last_ns"], truncated, warning, interval])
-    finally:
-        if beside:
-            beside.wait()               # not inside DuckDB as the store closes
+    with store.transaction():
+        nconn, conn_warnings = _store_connections(con, capture_id, scanner, copies)
+        words = beside.result() if beside else None
+        warning = "; ".join(warnings + conn_warnings + ([words] if words else [])) or None
+        con.execute("""
+            UPDATE captures SET link_type = $2, link_name = $3, frames = $4,
+                tcp_packets = $5, non_tcp = $6, ip_fragments = $7, too_short = $8,
+                malformed = $9, first_ns = $10, last_ns = $11, truncated = $12,
+                warning = $13, interval_ms = $14, complete = true
+            WHERE capture_id = $1""",
+            [capture_id, scanner.link_type, scanner.link_name, counters["frames"],
+             counters["tcp"], counters["non_tcp"], counters["ip_fragments"],
+             counters["too_short"], counters["malformed"], counters["first_ns"],
+             counters["last_ns"], truncated, warning,
+             scan.options.series_ms if beside else None])
     return CaptureResult(capture_id, str(path.resolve()), False, counters["frames"],
                          counters["tcp"], nconn, truncated, warning)
 
@@ -278,28 +291,38 @@ def _load(store, capture_id: int, path: Path, scan: Scan, progress: Reporter | N
 SeriesRows = Callable[[object, int, float, object], "str | None"]
 
 
-class _Beside:
-    """@work(connection, *args) in a transaction of its own, on a thread and
-    a connection of its own, while the caller goes on (DuckDB releases
-    Python's lock): result() waits for it and returns what it returned, or
-    raises what it raised. A Ctrl-C meanwhile is held until it is done."""
+class _SeriesBeside:
+    """@series(connection, capture_id, interval_ms, the scan's sums) in a
+    transaction of its own, on a thread and a connection of its own, once
+    the scan has read the whole capture: while the packets' last segments
+    are written and the connections stored (DuckDB releases Python's lock).
+    result() waits for it and returns what it returned, or raises what it
+    raised; cancel() skips it if it has not begun. A Ctrl-C meanwhile is
+    held until it is done."""
 
-    def __init__(self, store, work, *args):
+    def __init__(self, store, series: SeriesRows, capture_id: int, interval_ms: float,
+                 scan: Scan):
         self.view = store.worker()
         self.done = threading.Event()
+        self.cancelled = threading.Event()
         self.value = self.error = None
-        threading.Thread(target=self._run, args=(work, args), name="tcpvar-series",
-                         daemon=True).start()
+        threading.Thread(target=self._run, args=(series, capture_id, interval_ms, scan),
+                         name="tcpvar-series", daemon=True).start()
 
-    def _run(self, work, args) -> None:
+    def _run(self, series: SeriesRows, capture_id: int, interval_ms: float, scan: Scan) -> None:
         try:
-            with self.view.transaction() as con:
-                self.value = work(con, *args)
+            scan.thread.join()          # outside the transaction: a Ctrl-C is not held
+            if scan.read_all and not self.cancelled.is_set():
+                with self.view.transaction() as con:
+                    self.value = series(con, capture_id, interval_ms, scan.scanner.series())
         except BaseException as exc:    # raised where the result is wanted
             self.error = exc
         finally:
             self.view.close()
             self.done.set()
+
+    def cancel(self) -> None:
+        self.cancelled.set()
 
     def wait(self) -> None:
         with signals.held():            # an Event: a Ctrl-C cannot end the wait early

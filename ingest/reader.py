@@ -157,6 +157,7 @@ class Scan:
         self.scanner, self.feed = _open_scanner(path, options)
         self.queue: queue.Queue = queue.Queue(maxsize=QUEUE_DEPTH)
         self.done = threading.Event()        # the loader takes no more batches
+        self.read_all = False                # the scanner reached the end of the file
         self.closed = False
         self.thread = threading.Thread(target=self._produce, name="tcpvar-scan", daemon=True)
         self.thread.start()
@@ -169,6 +170,7 @@ class Scan:
                 self._hand_over(("batch", status, batch, (self.feed or self.scanner).position,
                                  self.scanner.gone()))
                 if status != "more":
+                    self.read_all = True
                     return
         except _pcapscan.ScanError as exc:
             self._hand_over(("error", str(exc), None, None, None))
