@@ -206,8 +206,10 @@ class Store:
         started early (engine.start_early()), under the name connecting to
         it gives, and the default of @con and of the store's workers."""
         con.execute(f"ATTACH '{segments.quoted(path)}'" + (" (READ_ONLY)" if read_only else ""))
+        # the instance is the command's: the one database it did not start
+        # with (DuckDB keeps @path normalised, links and `..` resolved)
         self._database = one(con, "SELECT database_name FROM duckdb_databases() "
-                                  "WHERE path = $1", [path])[0]
+                                  "WHERE NOT internal AND database_name <> current_database()")[0]
         con.execute(f"USE {identifier(self._database)}")
         self._detach = True
         return con

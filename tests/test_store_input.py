@@ -73,6 +73,20 @@ def test_a_store_named_like_duckdbs_own_databases(tmp_path, stem):
     assert res.stdout.splitlines()[1] == f"{name},{len(peers.tcptrace(str(SMALL)))}"
 
 
+@pytest.mark.parametrize("via", ["sub/../t.duckdb", "link/t.duckdb", "./sub/..//t.duckdb"])
+def test_a_store_named_through_dots_and_links(tmp_path, via):
+    """DuckDB names an attached file by its path made absolute and
+    normalised: a store named through `..`, `.`, `//` or a linked folder
+    is the same store, analysed and read back."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path)
+    assert tcpvar("analyze", "-q", "--db", via, SMALL, cwd=tmp_path).returncode == 0
+    assert paths(tmp_path / "t.duckdb") == [SMALL.name]
+    res = tcpvar("query", "--db", via, "--csv", "SELECT count(*) FROM connections",
+                 cwd=tmp_path)
+    assert res.stdout.splitlines()[1:] == [str(len(peers.tcptrace(str(SMALL))))], res.stderr
+
+
 def test_a_command_leaves_its_store_checkpointed(stored):
     """The store detaches from the command's DuckDB instance as it closes,
     the process then ending whole: its commits are in the file, no WAL is
