@@ -38,12 +38,17 @@ def run(args: list[str]) -> int:
 def _command(args: list[str]) -> int:
     """The command, with DuckDB's instance started first when it opens
     the store first."""
-    if command(args) in STORE_FIRST:
-        from tcpvar.store import engine
+    from tcpvar.errors import ExitStatus
 
-        engine.start_early()
-    from tcpvar.cli.main import main
+    try:
+        if command(args) in STORE_FIRST:
+            from tcpvar.store import engine
 
+            engine.start_early()
+        from tcpvar.cli.main import main
+    except KeyboardInterrupt:       # Ctrl-C as Python imports: nothing began yet
+        print("tcpvar: error: interrupted", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
     return main(args)
 
 

@@ -74,6 +74,19 @@ def test_the_exit_waits_for_a_thread_still_running(tmp_path):
     assert done.read_text() == "x"
 
 
+def test_ctrl_c_as_the_command_is_imported(tmp_path):
+    """A Ctrl-C while Python imports Click (here raised as Click's import
+    begins): one line and exit 130, not a traceback."""
+    res = _entry_after("class Stop:\n"
+                       "    def find_spec(self, name, path=None, target=None):\n"
+                       "        if name == 'click':\n"
+                       "            raise KeyboardInterrupt\n"
+                       "sys.meta_path.insert(0, Stop())",
+                       "analyze", "--db", str(tmp_path / "t.duckdb"), str(FIXTURES / "vlan.pcap"))
+    assert res.returncode == 130, res.stderr
+    assert res.stderr == "tcpvar: error: interrupted\n"
+
+
 @pytest.mark.parametrize("path, status, words", [
     (FIXTURES / "does-not-exist.pcap", 3, "no such file"),
     (FIXTURES, 3, "is a directory"),
