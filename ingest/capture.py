@@ -11,6 +11,7 @@ removes its rows and segments.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import queue
 import signal
@@ -19,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from tcpvar import __version__, signals
+from tcpvar import __version__
+from tcpvar.beside import Beside
 from tcpvar.errors import InputError, NoTcpError
 from tcpvar.progress import Progress, Reporter, ignore
 from tcpvar.store.db import one
@@ -291,7 +293,7 @@ def _complete(store, capture_id: int, path: Path, scan: Scan, read: Callable[[in
 SeriesRows = Callable[[object, int, float, object], "str | None"]
 
 
-class _SeriesBeside:
+class _SeriesBeside(Beside):
     """@series(connection, capture_id, interval_ms, the scan's sums) in a
     transaction of its own, on a thread and a connection of its own, once
     the scan has read the whole capture: while the packets' last segments
@@ -303,36 +305,23 @@ class _SeriesBeside:
     def __init__(self, store, series: SeriesRows, capture_id: int, interval_ms: float,
                  scan: Scan):
         self.view = store.worker()
-        self.done = threading.Event()
         self.cancelled = threading.Event()
-        self.value = self.error = None
-        threading.Thread(target=self._run, args=(series, capture_id, interval_ms, scan),
-                         name="tcpvar-series", daemon=True).start()
+        super().__init__(functools.partial(self._series, series, capture_id, interval_ms, scan),
+                         name="tcpvar-series")
+        self.start()
 
-    def _run(self, series: SeriesRows, capture_id: int, interval_ms: float, scan: Scan) -> None:
+    def _series(self, series: SeriesRows, capture_id: int, interval_ms: float, scan: Scan):
         try:
             scan.thread.join()          # outside the transaction: a Ctrl-C is not held
-            if scan.read_all and not self.cancelled.is_set():
-                with self.view.transaction() as con:
-                    self.value = series(con, capture_id, interval_ms, scan.scanner.series())
-        except BaseException as exc:    # raised where the result is wanted
-            self.error = exc
+            if not scan.read_all or self.cancelled.is_set():
+                return None
+            with self.view.transaction() as con:
+                return series(con, capture_id, interval_ms, scan.scanner.series())
         finally:
             self.view.close()
-            self.done.set()
 
     def cancel(self) -> None:
         self.cancelled.set()
-
-    def wait(self) -> None:
-        with signals.held():            # an Event: a Ctrl-C cannot end the wait early
-            self.done.wait()
-
-    def result(self):
-        self.wait()
-        if self.error is not None:
-            raise self.error
-        return self.value
 
 
 def ingest(store, path: str | Path, options: ScanOptions | None = None, *,

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from tcpvar import signals
+from tcpvar.beside import Beside
 from tcpvar.errors import StoreError
 from tcpvar.progress import Progress
 
@@ -466,31 +467,14 @@ class Opening:
     of the opening is hidden. The thread starts as the block is entered;
     store() waits for it and returns the store, or raises what Store()
     raised; leaving the block waits for it and closes the store: a thread
-    still inside DuckDB as Python exits aborts the process.
-    (An Event, not Thread.join(): a join that Ctrl-C interrupts marks the
-    thread as ended while it runs, Python 3.11's bpo-45274 handling.)"""
+    still inside DuckDB as Python exits aborts the process."""
 
     def __init__(self, path: str | Path):
+        self._opening = Beside(functools.partial(Store, path), name="tcpvar-open-store")
         self._path = path
-        self._store: Store | None = None
-        self._error: BaseException | None = None
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._open, name="tcpvar-open-store",
-                                        daemon=True)
-
-    def _open(self) -> None:
-        try:
-            self._store = Store(self._path)
-        except BaseException as exc:    # raised where the store is wanted
-            self._error = exc
-        finally:
-            self._done.set()
 
     def store(self) -> Store:
-        self._done.wait()
-        if self._error is not None:
-            raise self._error
-        return self._store
+        return self._opening.result()
 
     def __enter__(self):
         # what the thread would import, imported here: a Ctrl-C in this
@@ -505,19 +489,18 @@ class Opening:
             template()
         try:
             with signals.held():        # a Ctrl-C now comes once it has started
-                self._thread.start()
+                self._opening.start()
         except BaseException:
             self.__exit__()
             raise
         return self
 
     def __exit__(self, *exc):
-        if self._thread.ident is None:
-            return                      # never started
-        with signals.held():            # another Ctrl-C waits for it too
-            self._done.wait()
-        if self._store is not None:
-            self._store.close()
+        if not self._opening.started:
+            return
+        self._opening.wait()            # another Ctrl-C waits for it too
+        if self._opening.value is not None:
+            self._opening.value.close()
 
 
 def _copy_template(path: Path) -> bool:

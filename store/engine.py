@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import functools
 import sys
-import threading
 import types
 
 from tcpvar import signals
+from tcpvar.beside import Beside
 
 # an instance's settings: no extension is installed or loaded for what a
 # file holds (a SQLite file would load sqlite_scanner)
@@ -46,33 +46,8 @@ def duckdb() -> types.ModuleType:
         return package
 
 
-class _Early:
-    """An in-memory DuckDB instance set up on a thread of its own."""
-
-    def __init__(self):
-        self.module = duckdb()
-        self.connection = None
-        self.taken = False
-        self.done = threading.Event()
-        # not a daemon: Python's exit waits for it rather than tearing the
-        # engine down under it
-        threading.Thread(target=self._run, name="tcpvar-early-engine").start()
-
-    def _run(self) -> None:
-        try:
-            self.connection = self.module.connect(":memory:", config=CONFIG)
-        except Exception:       # the store connects on its own, and says why
-            pass
-        finally:
-            self.done.set()
-
-    def wait(self):
-        with signals.held():    # an Event: a Ctrl-C cannot end the wait early
-            self.done.wait()
-        return self.connection
-
-
-_early: _Early | None = None
+_early: Beside | None = None
+_taken = False              # its connection handed to a store
 
 
 def start_early() -> None:
@@ -83,7 +58,10 @@ def start_early() -> None:
     command; the store is then attached to it, in about 4 ms."""
     global _early
     if _early is None:
-        _early = _Early()
+        connect = functools.partial(duckdb().connect, ":memory:", config=CONFIG)
+        # not a daemon: Python's exit waits for it rather than tearing the
+        # engine down under it
+        _early = Beside(connect, name="tcpvar-early-engine", daemon=False).start()
 
 
 def take_early():
@@ -92,20 +70,23 @@ def take_early():
     none was started or it failed. The instance lasts until end_early(): a
     store detaches itself as it closes, where freeing an instance would take
     5-15 ms more."""
-    if _early is None or _early.taken:
+    global _taken
+    if _early is None or _taken:
         return None
-    _early.taken = True
-    connection = _early.wait()
-    return connection.cursor() if connection is not None else None
+    _taken = True
+    _early.wait()           # failed: the store connects on its own, and says why
+    return _early.value.cursor() if _early.value is not None else None
 
 
 def end_early() -> None:
     """Free the instance start_early() set up, if any: a process that
     ends whole (cli.start) leaves it to the kernel."""
-    global _early
-    early, _early = _early, None
-    if early is not None and early.wait() is not None:
-        early.connection.close()
+    global _early, _taken
+    early, _early, _taken = _early, None, False
+    if early is not None:
+        early.wait()
+        if early.value is not None:
+            early.value.close()
 
 
 class _Stream:
