@@ -117,6 +117,11 @@ def _shown(outcome, store=None) -> None:
 # a terminal gets a Rich table up to this many connections, plain text beyond
 # (Rich lays out a table in memory: slow and large for a scan's million)
 RICH_MAX = 2_000
+# plain text is laid out in Python up to this many connections, by DuckDB
+# beyond: its query costs 15 ms to plan and run for a handful of rows (a
+# tenth of a short command) but lays out a million in seconds; at 1,000
+# connections the two take the same time
+LAID_OUT_HERE = 500
 
 
 def _shown_with_table(outcome, store) -> None:
@@ -132,14 +137,17 @@ def _shown_with_table(outcome, store) -> None:
         return
     count = len(cap["connections"]) if cap["connections"] is not None else \
         connection_count(store.con, cap["capture_id"])
-    if terminal.stdout_is_terminal() and count <= RICH_MAX:
+    rich = terminal.stdout_is_terminal() and count <= RICH_MAX
+    if rich or count <= LAID_OUT_HERE:
         conns = cap["connections"] if cap["connections"] is not None else \
             [c for batch in connection_batches(store.con, cap["capture_id"], brief=True)
              for c in batch]
+    if rich:
         terminal.show(tables.connections_table({**cap, "connections": conns}))
-    else:   # piped, or too many for Rich: plain aligned text, laid out by DuckDB
-        lines = connection_lines(store.con, cap["capture_id"], tables.heading_widths())
-        for text in tables.connections_lines(cap["path"], count, lines):
+    else:   # piped, or too many for Rich: plain aligned text
+        batches = [tables.laid_out(conns)] if count <= LAID_OUT_HERE else \
+            connection_lines(store.con, cap["capture_id"], tables.heading_widths())
+        for text in tables.connections_lines(cap["path"], count, batches):
             terminal.data(text)
     if "fairness" in cap:
         terminal.show(tables.fairness_table(cap["path"], cap["fairness"]))

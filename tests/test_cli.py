@@ -107,13 +107,15 @@ def test_bad_input_one_line(path, status, words, db):
 
 
 def test_table_read_in_batches(db, tmp_path, monkeypatch):
-    """The table of connections is read from the store a batch at a time:
-    with one connection a batch, the same lines, field for field, as when
-    they are read at once, under one heading (columns widen where a later
-    batch needs it)."""
+    """The table of connections DuckDB lays out is read from the store a
+    batch at a time: with one connection a batch, the same lines, field for
+    field, as when they are read at once, under one heading (columns widen
+    where a later batch needs it)."""
     from tcpvar.analyzers import connections
+    from tcpvar.cli import analyze
 
     capture = FIXTURES / "iperf_4flows.pcap"
+    monkeypatch.setattr(analyze, "LAID_OUT_HERE", 0)
     whole = tcpvar("analyze", "--db", db, capture)
     monkeypatch.setattr(connections, "BATCH", 1)
     batched = tcpvar("analyze", "--db", tmp_path / "other.duckdb", capture)
@@ -134,14 +136,19 @@ def _si(value: float, unit: str) -> str:
     return f"{value:.3g} {unit}"
 
 
+@pytest.mark.parametrize("laid_out_here", [500, 0], ids=["python", "duckdb"])
 @pytest.mark.parametrize("name", ["iperf_4flows.pcap", "iperf_ipv6.pcap"])
-def test_table_agrees_with_tcptrace(name, db):
+def test_table_agrees_with_tcptrace(name, laid_out_here, db, monkeypatch):
     """The plain-text table (piped) against `tcptrace -l -r -n`, per
     connection and direction: endpoints, packets, data packets and bytes,
     unique bytes, retransmitted packets and bytes, out-of-order packets, RTT
     samples and average (tcptrace: sum / (n + .0001), %.1f), and goodput
     (tcptrace's throughput in bytes/s, %.0f: within its rounding and the
-    table's 3 digits)."""
+    table's 3 digits). Laid out in Python (a few connections) and by DuckDB
+    (many)."""
+    from tcpvar.cli import analyze
+
+    monkeypatch.setattr(analyze, "LAID_OUT_HERE", laid_out_here)
     capture = FIXTURES / name
     res = tcpvar("analyze", "--db", db, capture)
     assert res.returncode == 0, res.stderr
@@ -168,6 +175,34 @@ def test_table_agrees_with_tcptrace(name, db):
             value, unit = row[12].split()
             goodput = float(value) * {"bit/s": 1, "kbit/s": 1e3, "Mbit/s": 1e6}[unit]
             assert abs(goodput - 8 * n(t["throughput"])) <= 0.005 * goodput + 4
+
+
+@pytest.mark.parametrize("name", ["iperf_ipv6.pcap", "iperf_bulk_loss.pcap"])
+def test_table_laid_out_alike_in_python_and_duckdb(name, db, tmp_path, monkeypatch):
+    """The plain table is the same text, byte for byte, whether Python lays
+    it out (up to LAID_OUT_HERE connections) or DuckDB does; also for a
+    store whose counts are missing (NULL, somebody's store): '-'."""
+    import duckdb
+
+    from tcpvar.cli import analyze
+
+    capture = FIXTURES / name
+    other = tmp_path / "other.duckdb"
+    texts = []
+    for store, laid_out_here in ((db, 500), (other, 0)):
+        monkeypatch.setattr(analyze, "LAID_OUT_HERE", laid_out_here)
+        res = tcpvar("analyze", "--db", store, capture)
+        with duckdb.connect(str(store)) as con:
+            con.execute("UPDATE dir_counters SET packets = NULL, rto_events = NULL "
+                        "WHERE conn = 1 AND dir = 0")
+        again = tcpvar("analyze", "--db", store, capture)      # read back from the store
+        assert res.returncode == again.returncode == 0
+        texts.append((res.stdout, again.stdout))
+    (here, here_nulls), (there, there_nulls) = texts
+    assert " → " in here and here == there
+    assert here_nulls != here and here_nulls == there_nulls
+    assert re.search(r"^1  \S+ → \S+  +- ", here_nulls, re.M)
+    assert re.search(r"  -/\d+  ", here_nulls)
 
 
 def test_bad_input_keeps_what_is_stored(db):
