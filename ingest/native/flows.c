@@ -403,7 +403,7 @@ static struct seg_rec *ring_at(struct half *h, uint32_t i)
  * ring at its largest), -1 when out of memory. */
 static int ring_room(struct half *h)
 {
-	uint32_t n, i;
+	uint32_t n;
 	struct seg_rec *v;
 
 	if (h->rlen < h->rcap)
@@ -413,16 +413,19 @@ static int ring_room(struct half *h)
 		h->rlen--;
 		return 1;
 	}
+	/*
+	 * Grown in place: realloc() moves a large ring's pages (mremap) where
+	 * a copy would write them all into new ones, each a page fault. The
+	 * ring is full, so the segments before rhead are the newest: they move
+	 * up behind the old end, and the order from rhead is kept.
+	 */
 	n = h->rcap ? h->rcap * 2 : RING_MIN;
-	v = malloc(n * sizeof(*v));
+	v = realloc(h->ring, n * sizeof(*v));
 	if (!v)
 		return -1;
-	for (i = 0; i < h->rlen; i++)
-		v[i] = *ring_at(h, i);
-	free(h->ring);
+	memcpy(v + h->rcap, v, h->rhead * sizeof(*v));
 	h->ring = v;
 	h->rcap = n;
-	h->rhead = 0;
 	return 0;
 }
 
