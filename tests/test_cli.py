@@ -177,6 +177,53 @@ def test_table_agrees_with_tcptrace(name, laid_out_here, db, monkeypatch):
             assert abs(goodput - 8 * n(t["throughput"])) <= 0.005 * goodput + 4
 
 
+def _on_a_terminal(args: list, columns: int = 80) -> tuple[int, str]:
+    """`python -m tcpvar.cli ARGS` with its stdout a terminal @columns wide
+    (a pseudo-terminal); its exit status and what it printed there, without
+    the terminal's colours."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    main, side = pty.openpty()
+    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
+                            stdout=side, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    os.close(side)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:             # the command closed the terminal's other side
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(main)
+    status = proc.wait(timeout=120)
+    return status, re.sub(r"\x1b\[[0-9;]*m", "", out.decode()).replace("\r\n", "\n")
+
+
+def test_table_on_a_terminal(db):
+    """On a terminal the table is Rich's, at its natural width in an
+    80-column terminal: every connection and direction on one line, its
+    endpoints and its packets as `tcptrace -l -r -n` counts them."""
+    capture = FIXTURES / "iperf_4flows.pcap"
+    status, text = _on_a_terminal(["analyze", "--db", db, capture])
+    assert status == 0
+    assert "━━" in text and "…" not in text
+    theirs = peers.tcptrace(str(capture))
+    for conn in theirs:
+        for src, dst, d in (("a", "b", "a2b"), ("b", "a", "b2a")):
+            line = next(line for line in text.splitlines()
+                        if (ends := re.search(r"(\S+:\d+) → (\S+:\d+)", line))
+                        and [peers.endpoint(e) for e in ends.groups()] == [conn[src], conn[dst]])
+            cells = re.split(r"\s{2,}", line.strip())
+            packets = cells[cells.index(next(c for c in cells if " → " in c)) + 1]
+            assert packets == conn[d]["total packets"]
+
+
 @pytest.mark.parametrize("name", ["iperf_ipv6.pcap", "iperf_bulk_loss.pcap"])
 def test_table_laid_out_alike_in_python_and_duckdb(name, db, tmp_path, monkeypatch):
     """The plain table is the same text, byte for byte, whether Python lays
