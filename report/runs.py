@@ -10,7 +10,7 @@ from rich.table import Table
 
 from tcpvar.progress import Progress, span_text
 
-from .tables import ms, si
+from .tables import integer, ms, si
 from .untrusted import printable
 
 RUN_COLUMNS = ("flow", "cc", "role", "base RTT ms", "throughput iperf3", "throughput pcap",
@@ -23,9 +23,9 @@ def flow_row(f: dict) -> tuple:
     return (str(f["flow"]), printable(f["cc"]), role, ms(f.get("base_rtt_ms")),
             si(f["throughput_bps"]["iperf3"], "bit/s"),
             si(f["throughput_bps"]["pcap"], "bit/s"),
-            "-" if f["retransmitted_packets"] is None else str(f["retransmitted_packets"]),
+            integer(f["retransmitted_packets"]),
             ms(f["rtt_avg_ms"]), ms(f["rtt_min_ms"]),
-            "-" if f["cwnd_max"] is None else str(f["cwnd_max"]),
+            integer(f["cwnd_max"]),
             "-" if f["rto_events"] is None else f"{f['rto_events']} ({f['rto_events_source']})")
 
 

@@ -50,6 +50,7 @@ def conn_rows(capture: dict):
 
 
 def integer(value) -> str:
+    """A count as it is; None -> '-'."""
     return "-" if value is None else str(value)
 
 
