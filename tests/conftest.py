@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import pty
 import shutil
 import signal
 import subprocess
@@ -78,6 +79,30 @@ def tcpvar_process(*args, cwd=None, env=None, timeout: float = 300
     a user starts it."""
     return subprocess.run([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+
+
+def on_a_terminal(*args) -> tuple[int, str, str]:
+    """`tcpvar ARGS` with stdout on a pseudo-terminal of 80 columns (Rich
+    draws its tables there, a wide one at its natural width): exit status,
+    stdout, stderr."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
+                            stdout=slave, stderr=subprocess.PIPE,
+                            env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "80"})
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:                 # EIO: the other end is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    return proc.returncode, out.decode(), err.decode()
 
 
 def error_lines(stderr: str) -> list[str]:

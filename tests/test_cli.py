@@ -20,7 +20,7 @@ import pytest
 from tcpvar.ingest import _pcapscan
 
 import peers
-from conftest import FIXTURES, error_lines, tcpvar_process
+from conftest import FIXTURES, error_lines, on_a_terminal, tcpvar_process
 from conftest import tcpvar_main as tcpvar
 
 BAD = FIXTURES / "bad"
@@ -177,41 +177,14 @@ def test_table_agrees_with_tcptrace(name, laid_out_here, db, monkeypatch):
             assert abs(goodput - 8 * n(t["throughput"])) <= 0.005 * goodput + 4
 
 
-def _on_a_terminal(args: list, columns: int = 80) -> tuple[int, str]:
-    """`python -m tcpvar.cli ARGS` with its stdout a terminal @columns wide
-    (a pseudo-terminal); its exit status and what it printed there, without
-    the terminal's colours."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    main, side = pty.openpty()
-    fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
-                            stdout=side, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    os.close(side)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:             # the command closed the terminal's other side
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(main)
-    status = proc.wait(timeout=120)
-    return status, re.sub(r"\x1b\[[0-9;]*m", "", out.decode()).replace("\r\n", "\n")
-
-
 def test_table_on_a_terminal(db):
     """On a terminal the table is Rich's, at its natural width in an
     80-column terminal: every connection and direction on one line, its
     endpoints and its packets as `tcptrace -l -r -n` counts them."""
     capture = FIXTURES / "iperf_4flows.pcap"
-    status, text = _on_a_terminal(["analyze", "--db", db, capture])
-    assert status == 0
+    status, out, err = on_a_terminal("analyze", "--db", db, capture)
+    assert status == 0, err
+    text = re.sub(r"\x1b\[[0-9;]*m", "", out)     # the terminal's colours
     assert "━━" in text and "…" not in text
     theirs = peers.tcptrace(str(capture))
     for conn in theirs:

@@ -10,9 +10,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import pty
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -22,7 +19,7 @@ from tcpvar.artefacts.checks import MAX_SCHEDULE_STEPS
 from tcpvar.capture.params import MAX_RUNS
 from tcpvar.errors import ExitStatus
 
-from conftest import copy_of
+from conftest import copy_of, on_a_terminal
 from conftest import tcpvar_main as tcpvar
 
 # a terminal's window title set, its screen cleared, Rich markup and a link
@@ -208,30 +205,6 @@ def test_escapes_and_markup_in_a_run_folder_are_shown_as_text(their_run, tmp_pat
     res = tcpvar("report", "-q", "--db", db, "-o", tmp_path / "r.html", folder)
     assert res.returncode == 0 and (tmp_path / "r.html").is_file()
     clean(res.stdout, res.stderr)
-
-
-def on_a_terminal(*args) -> tuple[int, str, str]:
-    """`tcpvar ARGS` with stdout on a pseudo-terminal of 80 columns (Rich
-    draws its tables there, a wide one at its natural width): exit status,
-    stdout, stderr."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tcpvar.cli", *map(str, args)],
-                            stdout=slave, stderr=subprocess.PIPE,
-                            env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "80"})
-    os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 1 << 16)
-        except OSError:                 # EIO: the other end is closed
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
-    err = proc.stderr.read()
-    proc.wait(timeout=120)
-    return proc.returncode, out.decode(), err.decode()
 
 
 def test_on_a_terminal_the_rich_table_shows_them_as_text(their_run, tmp_path):
