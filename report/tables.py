@@ -78,8 +78,8 @@ def connections_table(capture: dict) -> Table:
     for header, align in CONN_COLUMNS:
         t.add_column(header, justify="right" if align == ">" else "left",
                      no_wrap=header != "from → to")
-    for i, row in enumerate(conn_rows(capture)):
-        t.add_row(*row, end_section=bool(i % 2))
+    for i, row in enumerate(conn_rows(capture)):    # endpoints from somebody's store
+        t.add_row(*map(printable, row), end_section=bool(i % 2))
     return t
 
 

@@ -19,7 +19,7 @@ from tcpvar.artefacts.checks import MAX_SCHEDULE_STEPS
 from tcpvar.capture.params import MAX_RUNS
 from tcpvar.errors import ExitStatus
 
-from conftest import copy_of, on_a_terminal
+from conftest import FIXTURES, copy_of, on_a_terminal
 from conftest import tcpvar_main as tcpvar
 
 # a terminal's window title set, its screen cleared, Rich markup and a link
@@ -217,6 +217,22 @@ def test_on_a_terminal_the_rich_table_shows_them_as_text(their_run, tmp_path):
         assert theirs not in out and theirs not in err
     assert "[bold]x[/bold]" in out and "[red]cubic[/red]" in out
     assert r"\x1b]0;pwned\x07" in out
+
+
+def test_on_a_terminal_analyzes_table_shows_a_stores_text_as_text(tmp_path):
+    """A store from somebody else whose addresses hold escapes and markup:
+    `tcpvar analyze` of a capture it has reads the connections back from it
+    and Rich draws them on the terminal, none of the store's escapes with
+    them."""
+    db, capture = tmp_path / "theirs.duckdb", FIXTURES / "iperf_4flows.pcap"
+    assert tcpvar("analyze", "-q", "--db", db, capture).returncode == 0
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE connections SET a_addr = $1 WHERE conn = 1", [ESCAPES])
+    rc, out, err = on_a_terminal("analyze", "--db", db, capture)
+    assert rc == 0, err
+    for theirs in ("\x1b]0;", "\x1b[2J", "\x07", "\x9b", "\x1b]8;"):
+        assert theirs not in out and theirs not in err
+    assert r"\x1b]0;pwned\x07" in out and "[bold]x[/bold]" in out
 
 
 def test_an_error_quoting_a_path_or_field_has_no_escapes(tmp_path):
