@@ -18,6 +18,10 @@ UNION ALL
 SELECT 'index', schema_name, index_name, table_name
 FROM system.main.duckdb_indexes() WHERE database_name = system.main.current_database()
 UNION ALL
+-- SQL a table runs on insert, update or delete
+SELECT 'trigger', schema_name, trigger_name, table_name
+FROM system.main.duckdb_triggers() WHERE database_name = system.main.current_database()
+UNION ALL
 SELECT 'type', schema_name, type_name, NULL
 FROM system.main.duckdb_types() WHERE database_name = system.main.current_database() AND NOT internal
 UNION ALL

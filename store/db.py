@@ -104,8 +104,17 @@ _GLOB = re.compile(r"[*?\[{]")
 
 # what a store may hold that tcpvar drops when it did not create it, in the
 # order dropped: views first (they may name the rest), a schema once emptied
-_DROP = {"view": "VIEW", "index": "INDEX", "macro": "MACRO", "table macro": "MACRO TABLE",
-         "sequence": "SEQUENCE", "type": "TYPE", "schema": "SCHEMA"}
+_DROP = {"view": "VIEW", "trigger": "TRIGGER", "index": "INDEX", "macro": "MACRO",
+         "table macro": "MACRO TABLE", "sequence": "SEQUENCE", "type": "TYPE", "schema": "SCHEMA"}
+
+
+def _drop_statement(kind: str, schema: str, name: str, table: str | None) -> str:
+    """The statement that drops a @kind of object catalog.sql found."""
+    if kind == "schema":
+        return f"DROP SCHEMA {identifier(name)}"
+    if kind == "trigger":       # DuckDB names a trigger by its table
+        return f"DROP TRIGGER {identifier(name)} ON {identifier(schema)}.{identifier(table)}"
+    return f"DROP {_DROP[kind]} {identifier(schema)}.{identifier(name)}"
 
 
 class Store:
@@ -234,14 +243,12 @@ class Store:
                 if not main or ("view", name) not in own or name == "packets":
                     continue        # somebody's own table, kept and never read (or
                 stuck = True        # its schema's); but not in the way of a view
-            elif table is not None and kind != "index":
+            elif table is not None and kind not in ("index", "trigger"):
                 if not main or ("table", table) not in own:
                     continue        # on a table tcpvar never reads
                 stuck = True        # an expression or check in a table of tcpvar's
             elif kind in _DROP:
-                drops.append((list(_DROP).index(kind), f"DROP {_DROP[kind]} " + (
-                    identifier(name) if kind == "schema"
-                    else f"{identifier(schema)}.{identifier(name)}")))
+                drops.append((list(_DROP).index(kind), _drop_statement(kind, schema, name, table)))
             else:
                 stuck = True        # a kind of function SQL cannot make
             found.append(("an " if kind[0] in "aeiou" else "a ") + kind

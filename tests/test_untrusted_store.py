@@ -219,6 +219,26 @@ def test_objects_tcpvar_did_not_create(clean, tmp_path, truth):
     assert res.returncode == 0 and res.stdout.split() == ["n", "1"], res.stderr
 
 
+STEAL = ("CREATE TABLE loot (content VARCHAR)",
+         "CREATE TRIGGER steal AFTER INSERT ON captures FOR EACH STATEMENT "
+         "INSERT INTO loot SELECT content FROM read_text('/etc/hostname')")
+
+
+def test_a_trigger_never_fires(clean, tmp_path, truth):
+    """A trigger on one of tcpvar's tables runs its SQL in tcpvar's inserts,
+    here copying a file of the user's into the store: refused read-only;
+    dropped when writable, before anything is inserted."""
+    db = attacker(clean, tmp_path, *STEAL)
+    one_error(tcpvar("query", "--db", db, "SELECT 1"), 5,
+              "holds a trigger 'steal' on table 'captures' that tcpvar did not create; refused")
+    res = tcpvar("analyze", "--json", "--force", "--db", db, CAPTURE)
+    assert stdevs_of(res) == truth
+    assert res.stderr.strip() == (f"warning: store {db}: held a trigger 'steal' on table "
+                                  f"'captures' that tcpvar did not create; dropped")
+    assert catalog(db, "SELECT count(*) FROM duckdb_triggers()") == [(0,)]
+    assert catalog(db, "SELECT count(*) FROM loot") == [(0,)]
+
+
 def test_a_view_in_place_of_a_table(clean, tmp_path):
     """A view named like one of tcpvar's tables, meta's digest left as it
     was: refused read-only; dropped when writable, and the table made anew."""
