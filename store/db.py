@@ -13,12 +13,12 @@ import threading
 import time
 from pathlib import Path
 
-from tcpvar import signals
+from tcpvar import safe_write, signals
 from tcpvar.beside import Beside
 from tcpvar.errors import StoreError
 from tcpvar.progress import Progress
 
-from . import engine, segments
+from . import checked, engine, segments
 from .engine import duckdb as _duckdb  # imported when a store is first opened
 
 _HERE = Path(__file__).resolve().parent     # the SQL files are beside it
@@ -38,6 +38,15 @@ def _views() -> str:
 
 def _schema() -> str:
     return (_HERE / "schema.sql").read_text()
+
+
+@functools.cache
+def made_of() -> str:
+    """A digest of what makes a store tcpvar's: the schema, the views, the
+    check of the catalog and DuckDB's version. A store that a tcpvar of
+    another make left (store/checked.py) is checked in full."""
+    text = f"{SCHEMA_VERSION}\n{_schema()}\n{_views()}\n{(_HERE / 'catalog.sql').read_text()}"
+    return f"{_duckdb().__version__}-{hashlib.blake2b(text.encode(), digest_size=8).hexdigest()}"
 
 
 def identifier(name: str) -> str:
@@ -133,6 +142,7 @@ class Store:
         self._limit = _SharedLimit()
         self._database = None       # its name, when attached to the command's instance
         self._detach = False        # this Store attached it (not a worker's view)
+        self._owner = False         # opened as a store, not a worker's view (set when open)
         if Path(self.path).is_dir():
             raise StoreError(f"store {self.path}: is a directory, not a DuckDB file")
         if read_only and not Path(self.path).exists():
@@ -142,10 +152,13 @@ class Store:
             raise StoreError(f"store {self.path}: a name with * ? [ or {{ cannot be a store "
                              f"(its packets are read by a pattern)")
         copied = copy_template and not read_only and _copy_template(Path(self.path))
+        known = not copied and self._as_left()
         self.con = self._connect(read_only, time.monotonic() + wait_s, progress)
         try:
             if copied:                  # tcpvar's own empty store: only its packets' view
                 self._point_packets()
+            elif known and self._as_left():     # before DuckDB read it, and after
+                self._open_as_left(read_only)
             else:
                 self._open(read_only)
         except _duckdb().Error as exc:
@@ -157,6 +170,7 @@ class Store:
         except BaseException:
             self.close()
             raise
+        self._owner = True
 
     def _open(self, read_only: bool) -> None:
         cleaned = self._refuse_or_clean(read_only)   # before any query reads the store
@@ -175,6 +189,18 @@ class Store:
             self.con.execute(_views().replace("CREATE OR REPLACE VIEW",
                                               "CREATE OR REPLACE TEMP VIEW"))
         else:
+            self._drop_partial_captures()
+
+    def _as_left(self) -> bool:
+        """The store is as this tcpvar left it (store/checked.py), its
+        packets' schema segment in place (its view reads the folder)."""
+        return checked.unchanged(self.path, made_of()) and safe_write.is_regular_file(
+            segments.folder(self.packets, 0) / segments.SCHEMA_FILE)
+
+    def _open_as_left(self, read_only: bool) -> None:
+        """_open() for a store this tcpvar left itself: its catalog, views
+        and columns are the ones it wrote."""
+        if not read_only:
             self._drop_partial_captures()
 
     def _point_packets(self) -> None:
@@ -395,6 +421,7 @@ class Store:
         view = copy.copy(self)
         view.con = self.con.cursor()
         view._detach = False
+        view._owner = False
         if self._database is not None:      # a new connection starts in the instance's own
             view.con.execute(f"USE {identifier(self._database)}")
         return view
@@ -459,6 +486,9 @@ class Store:
             except _duckdb().Error:
                 pass        # as a checkpoint at close fails: the WAL keeps the commits
         self.con.close()
+        if self._owner and not self.read_only:
+            self._owner = False
+            checked.remember(self.path, made_of())      # none while its WAL holds commits
 
     def __enter__(self):
         return self
@@ -545,9 +575,7 @@ def template() -> Path | None:
     makes a new one."""
     from tcpvar.resources import cache_dir
 
-    made_of = f"{SCHEMA_VERSION}\n{_schema()}\n{_views()}".encode()
-    name = (f"empty-{_duckdb().__version__}-"
-            f"{hashlib.blake2b(made_of, digest_size=8).hexdigest()}.duckdb")
+    name = f"empty-{made_of()}.duckdb"
     folder = cache_dir() / "stores"
     final = folder / name
     if final.is_file() and not final.is_symlink():

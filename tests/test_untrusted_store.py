@@ -13,6 +13,8 @@ import os
 import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -237,6 +239,37 @@ def test_a_trigger_never_fires(clean, tmp_path, truth):
                                   f"'captures' that tcpvar did not create; dropped")
     assert catalog(db, "SELECT count(*) FROM duckdb_triggers()") == [(0,)]
     assert catalog(db, "SELECT count(*) FROM loot") == [(0,)]
+
+
+ALTER_IN_PLACE = """
+import duckdb, os, sys
+con = duckdb.connect(sys.argv[1])
+con.execute("CREATE MACRO sqrt(x) AS 0")
+if sys.argv[2] == "wal":
+    os._exit(0)         # the macro only in the WAL, as a killed process leaves it
+con.close()
+"""
+
+
+@pytest.mark.parametrize("where", ["file", "wal"])
+def test_a_store_tcpvar_left_then_altered_in_place(tmp_path, truth, where):
+    """A store tcpvar closed itself is opened without listing its catalog
+    (store/checked.py); one altered in place since, the same file at the
+    same path, is checked in full: whether the change reached the file or
+    waits in its WAL."""
+    db = tmp_path / "mine.duckdb"
+    res = tcpvar("analyze", "-q", "--db", db, CAPTURE)
+    assert res.returncode == 0, res.stderr
+    inode = db.stat().st_ino
+    done = subprocess.run([sys.executable, "-c", ALTER_IN_PLACE, str(db), where])
+    assert done.returncode == 0 and db.stat().st_ino == inode
+    assert Path(f"{db}.wal").exists() == (where == "wal")
+    one_error(tcpvar("query", "--db", db, STDEVS), 5,
+              f"store {db}: holds a macro 'sqrt' that tcpvar did not create; refused")
+    res = tcpvar("analyze", "--json", "--db", db, CAPTURE)
+    assert stdevs_of(res) == truth
+    assert res.stderr.strip() == (f"warning: store {db}: held a macro 'sqrt' that tcpvar "
+                                  f"did not create; dropped")
 
 
 def test_a_view_in_place_of_a_table(clean, tmp_path):
