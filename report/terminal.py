@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import threading
 
+from tcpvar.beside import Beside
 from tcpvar.progress import Progress, ignore
 
 from .untrusted import printable, printable_lines
@@ -33,17 +35,62 @@ def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
+_rich: Beside | None = None
+
+
+def prepare_rich() -> None:
+    """For a command that will show a table on the terminal: Rich's
+    console and table imported on a thread of their own (20-40 ms) while
+    the command works in DuckDB and the scanner, which release Python's
+    lock. rich_ready() waits for them."""
+    global _rich
+    if _rich is None and stdout_is_terminal():
+        _rich = Beside(_import_rich, name="tcpvar-rich").start()
+
+
+def _import_rich() -> None:
+    import rich.box  # noqa: F401
+    import rich.measure  # noqa: F401
+    import rich.table  # noqa: F401
+
+    out()
+
+
+def rich_ready() -> None:
+    """Once prepare_rich()'s imports are done (a Ctrl-C held meanwhile:
+    one inside an import another thread holds may leave its lock held)."""
+    if _rich is not None:
+        _rich.wait()
+
+
+# wider than any table's natural width
+WIDE = 10_000
+
+
 def show(renderable) -> None:
     """Rich output on stdout, at its natural width: a wide table is not
     squeezed into a narrow terminal (its lines wrap there instead)."""
     from rich.console import Console
     from rich.measure import Measurement
+    from rich.table import Table
 
+    if isinstance(renderable, Table) and not renderable.expand:
+        # a table takes its natural width on any wider console: printed
+        # there, it is laid out once rather than measured first (10-20 ms)
+        _wide().print(renderable)
+        return
     console = out()
-    natural = Measurement.get(console, console.options.update_width(10_000), renderable).maximum
+    natural = Measurement.get(console, console.options.update_width(WIDE), renderable).maximum
     if natural > console.width:
         console = Console(highlight=False, markup=False, width=natural)
     console.print(renderable)
+
+
+@functools.cache
+def _wide():
+    from rich.console import Console
+
+    return Console(highlight=False, markup=False, width=WIDE)
 
 
 def note(message: str) -> None:
@@ -77,29 +124,74 @@ def note_phase(event: Progress) -> None:
     note(event.phase)
 
 
+# a bar for work that lasts: a command done sooner shows none, and never
+# imports Rich's progress display (30-50 ms of a short command's start)
+BAR_AFTER_S = 0.5
+
+
 @contextlib.contextmanager
 def file_progress(label: str, quiet: bool = False):
-    """A transient byte progress bar on stderr; yields a progress reporter
-    that moves it."""
+    """A transient byte progress bar on stderr once the block has lasted
+    BAR_AFTER_S; yields a progress reporter that moves it."""
     if quiet or not sys.stderr.isatty():
         yield ignore
         return
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
+    bar = _LateBar(printable(label))
+    try:
+        yield bar.update
+    finally:
+        bar.close()
 
-    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
-                  TransferSpeedColumn(), TimeRemainingColumn(), console=err(),
-                  transient=True) as progress:
-        task = progress.add_task(printable(label), total=None)
 
-        def update(event: Progress) -> None:
-            progress.update(task, description=printable(event.phase or label),
-                            completed=event.done, total=event.total)
+class _LateBar:
+    """The bar of file_progress(), started on a timer's thread with the
+    last progress reported until then."""
 
-        yield update
+    def __init__(self, label: str):
+        self.label = label
+        self.lock = threading.Lock()
+        self.last: Progress | None = None
+        self.shown = None           # (Rich's Progress, its task) once started
+        self.closed = False
+        self.timer = threading.Timer(BAR_AFTER_S, self._start)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _start(self) -> None:
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+        from rich.progress import Progress as Bar
+
+        bar = Bar(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
+                  TransferSpeedColumn(), TimeRemainingColumn(), console=err(), transient=True)
+        with self.lock:
+            if self.closed:
+                return
+            bar.start()
+            self.shown = bar, bar.add_task(self.label, total=None)
+            if self.last is not None:
+                self._show(self.last)
+
+    def _show(self, event: Progress) -> None:
+        bar, task = self.shown
+        bar.update(task, description=printable(event.phase or self.label),
+                   completed=event.done, total=event.total)
+
+    def update(self, event: Progress) -> None:
+        with self.lock:
+            self.last = event
+            if self.shown is not None:
+                self._show(event)
+
+    def close(self) -> None:
+        self.timer.cancel()
+        with self.lock:
+            self.closed = True
+            shown, self.shown = self.shown, None
+        if shown is not None:
+            shown[0].stop()

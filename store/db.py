@@ -142,7 +142,7 @@ class Store:
         self._limit = _SharedLimit()
         self._database = None       # its name, when attached to the command's instance
         self._detach = False        # this Store attached it (not a worker's view)
-        self._owner = False         # opened as a store, not a worker's view (set when open)
+        self._record = False        # close() records its state (store/checked.py): once open
         if Path(self.path).is_dir():
             raise StoreError(f"store {self.path}: is a directory, not a DuckDB file")
         if read_only and not Path(self.path).exists():
@@ -170,7 +170,7 @@ class Store:
         except BaseException:
             self.close()
             raise
-        self._owner = True
+        self._record = True
 
     def _open(self, read_only: bool) -> None:
         cleaned = self._refuse_or_clean(read_only)   # before any query reads the store
@@ -421,7 +421,7 @@ class Store:
         view = copy.copy(self)
         view.con = self.con.cursor()
         view._detach = False
-        view._owner = False
+        view._record = False
         if self._database is not None:      # a new connection starts in the instance's own
             view.con.execute(f"USE {identifier(self._database)}")
         return view
@@ -486,8 +486,8 @@ class Store:
             except _duckdb().Error:
                 pass        # as a checkpoint at close fails: the WAL keeps the commits
         self.con.close()
-        if self._owner and not self.read_only:
-            self._owner = False
+        if self._record and not self.read_only:
+            self._record = False
             checked.remember(self.path, made_of())      # none while its WAL holds commits
 
     def __enter__(self):

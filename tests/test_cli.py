@@ -197,6 +197,50 @@ def test_table_on_a_terminal(db):
             assert packets == conn[d]["total packets"]
 
 
+# analyze with its progress on a pseudo-terminal, the bar's delay set first
+BAR_AFTER = """
+import sys
+from tcpvar.cli import start
+from tcpvar.report import terminal
+import rich.progress    # as a long command has it by the time its bar starts
+terminal.BAR_AFTER_S = float(sys.argv[1])
+sys.exit(start.run(sys.argv[2:]))
+"""
+
+
+def progress_on_a_terminal(after_s: float, *args) -> str:
+    """What `tcpvar analyze ARGS` writes to stderr on a pseudo-terminal,
+    its bar shown after @after_s."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", BAR_AFTER, str(after_s), "analyze",
+                             *map(str, args)], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    err = b""
+    while True:
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:                 # EIO: the other end is closed
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    assert proc.wait(timeout=120) == 0, err
+    return err.decode()
+
+
+def test_a_progress_bar_only_for_work_that_lasts(tmp_path):
+    """A capture read in less than the bar's delay shows no bar on the
+    terminal (and its command never imports Rich's display); with no
+    delay, the bar shows the file being read, and goes when done."""
+    capture = FIXTURES / "iperf_4flows.pcap"
+    assert "reading" not in progress_on_a_terminal(0.5, "--db", tmp_path / "a.duckdb", capture)
+    shown = progress_on_a_terminal(0, "--db", tmp_path / "b.duckdb", capture)
+    assert "reading" in shown, shown
+
+
 @pytest.mark.parametrize("name", ["iperf_ipv6.pcap", "iperf_bulk_loss.pcap"])
 def test_table_laid_out_alike_in_python_and_duckdb(name, db, tmp_path, monkeypatch):
     """The plain table is the same text, byte for byte, whether Python lays
