@@ -76,15 +76,12 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, conns, pair,
         raise UsageError("choose one of --json and --csv")
     if stats_only and plot_dir:
         raise UsageError("--plot needs the time series, which --stats-only skips")
-    from tcpvar.report import terminal
     from tcpvar.store.db import Opening
 
-    if not (as_json or as_csv):
-        terminal.prepare_rich()
     with Opening(db_path) as opening:       # while the rest of the command is imported
         from tcpvar.ingest.capture import ScanOptions
         from tcpvar.pipelines.analyze import AnalyzeOptions, analyze_files
-        from tcpvar.report import tabular
+        from tcpvar.report import tabular, terminal
 
         options = AnalyzeOptions(
             scan=ScanOptions(packets=not stats_only, rto_min_ms=rto_min_ms, hwdup_us=hwdup_us),
@@ -138,7 +135,6 @@ def _shown_with_table(outcome, store) -> None:
     cap = outcome.doc
     if cap is None:
         return
-    terminal.rich_ready()       # its imports (prepare_rich()) done
     count = len(cap["connections"]) if cap["connections"] is not None else \
         connection_count(store.con, cap["capture_id"])
     rich = terminal.stdout_is_terminal() and count <= RICH_MAX

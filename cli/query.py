@@ -29,8 +29,6 @@ def query(sql, db_path, as_json, as_csv):
 
     if as_json and as_csv:
         raise UsageError("choose one of --json and --csv")
-    if not (as_json or as_csv):
-        terminal.prepare_rich()
     with Store(db_path, read_only=True) as store:
         columns, rows = store.query(sql)
     if as_json:
@@ -38,5 +36,4 @@ def query(sql, db_path, as_json, as_csv):
     elif as_csv:
         terminal.data(tabular.rows_csv(columns, rows))
     elif columns:
-        terminal.rich_ready()
         terminal.show(tables.rows_table(columns, rows))

@@ -8,7 +8,6 @@ import functools
 import sys
 import threading
 
-from tcpvar.beside import Beside
 from tcpvar.progress import Progress, ignore
 
 from .untrusted import printable, printable_lines
@@ -33,34 +32,6 @@ def err():
 
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
-
-
-_rich: Beside | None = None
-
-
-def prepare_rich() -> None:
-    """For a command that will show a table on the terminal: Rich's
-    console and table imported on a thread of their own (20-40 ms) while
-    the command works in DuckDB and the scanner, which release Python's
-    lock. rich_ready() waits for them."""
-    global _rich
-    if _rich is None and stdout_is_terminal():
-        _rich = Beside(_import_rich, name="tcpvar-rich").start()
-
-
-def _import_rich() -> None:
-    import rich.box  # noqa: F401
-    import rich.measure  # noqa: F401
-    import rich.table  # noqa: F401
-
-    out()
-
-
-def rich_ready() -> None:
-    """Once prepare_rich()'s imports are done (a Ctrl-C held meanwhile:
-    one inside an import another thread holds may leave its lock held)."""
-    if _rich is not None:
-        _rich.wait()
 
 
 # wider than any table's natural width
