@@ -95,8 +95,8 @@ def note_phase(event: Progress) -> None:
     note(event.phase)
 
 
-# a bar for work that lasts: a command done sooner shows none, and never
-# imports Rich's progress display (30-50 ms of a short command's start)
+# a bar for work that lasts: a command done sooner shows none, and neither
+# imports Rich's progress display nor starts its refresh thread
 BAR_AFTER_S = 0.5
 
 
