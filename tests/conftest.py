@@ -90,6 +90,15 @@ def on_a_terminal(*args) -> tuple[int, str, str]:
                             stdout=slave, stderr=subprocess.PIPE,
                             env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "80"})
     os.close(slave)
+    out = read_terminal(master)
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    return proc.returncode, out.decode(), err.decode()
+
+
+def read_terminal(master: int) -> bytes:
+    """All a process wrote to the pseudo-terminal whose end @master is,
+    until it closed its side; @master is closed."""
     out = b""
     while True:
         try:
@@ -100,9 +109,7 @@ def on_a_terminal(*args) -> tuple[int, str, str]:
             break
         out += chunk
     os.close(master)
-    err = proc.stderr.read()
-    proc.wait(timeout=120)
-    return proc.returncode, out.decode(), err.decode()
+    return out
 
 
 def error_lines(stderr: str) -> list[str]:

@@ -20,7 +20,7 @@ import pytest
 from tcpvar.ingest import _pcapscan
 
 import peers
-from conftest import FIXTURES, error_lines, on_a_terminal, tcpvar_process
+from conftest import FIXTURES, error_lines, on_a_terminal, read_terminal, tcpvar_process
 from conftest import tcpvar_main as tcpvar
 
 BAD = FIXTURES / "bad"
@@ -217,16 +217,7 @@ def progress_on_a_terminal(after_s: float, *args) -> str:
     proc = subprocess.Popen([sys.executable, "-c", BAR_AFTER, str(after_s), "analyze",
                              *map(str, args)], stdout=subprocess.DEVNULL, stderr=slave)
     os.close(slave)
-    err = b""
-    while True:
-        try:
-            chunk = os.read(master, 1 << 16)
-        except OSError:                 # EIO: the other end is closed
-            break
-        if not chunk:
-            break
-        err += chunk
-    os.close(master)
+    err = read_terminal(master)
     assert proc.wait(timeout=120) == 0, err
     return err.decode()
 
