@@ -423,7 +423,9 @@ def section(profile: str, res: dict, mach: dict, vers: dict) -> str:
     L.append("")
     # ratios
     refs = [k for k in ("tcptrace", "tshark") if k in med]
-    subj = [k for k in ("tcpvar", "tcpvar-stats", "tcpvar-again") if k in med]
+    labels = {"tcpvar": "end to end (packets stored)", "tcpvar-stats": "--stats-only",
+              "tcpvar-again": "end to end, into a store that has it"}
+    subj = [k for k in labels if k in med]
     if refs and subj:
         hdr = ["tcpvar mode"]
         for r in refs:
@@ -435,8 +437,6 @@ def section(profile: str, res: dict, mach: dict, vers: dict) -> str:
         L.append("")
         L.append("| " + " | ".join(hdr) + " |")
         L.append("|---|" + "---:|" * (len(hdr) - 1))
-        labels = {"tcpvar": "end to end (packets stored)", "tcpvar-stats": "--stats-only",
-                  "tcpvar-again": "end to end, into a store that has it"}
         for s in subj:
             row = [labels[s]]
             for r in refs:

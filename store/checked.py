@@ -7,9 +7,9 @@ When a writable store has closed with its checkpoint written (no WAL
 left), its state goes into tcpvar's cache: device, inode, size, the
 modification and change times to the nanosecond, and a hash of DuckDB's
 headers, whose iteration every checkpoint counts up. The kernel sets a
-file's change time at every write, rename or change of mode, and nobody
-can set it back, so a store altered since, a copy of one, or another file
-made in its place does not match, and is checked in full. A file system
+file's change time at every write and every change of its mode or times,
+and only root can set it back, so a store altered since, a copy of one, or
+another file made in its place does not match, and is checked in full. A file system
 whose times stop at the second could not tell two writes within one
 apart: its stores are always checked in full.
 
