@@ -81,7 +81,7 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, conns, pair,
     with Opening(db_path) as opening:       # while the rest of the command is imported
         from tcpvar.ingest.capture import ScanOptions
         from tcpvar.pipelines.analyze import AnalyzeOptions, analyze_files
-        from tcpvar.report import tabular, terminal
+        from tcpvar.report import terminal
 
         options = AnalyzeOptions(
             scan=ScanOptions(packets=not stats_only, rto_min_ms=rto_min_ms, hwdup_us=hwdup_us),
@@ -97,10 +97,11 @@ def analyze(files, db_path, as_json, as_csv, interval_ms, fairness, conns, pair,
         terminal.note(f"read {speed['captures_read']} captures, {speed['packets']:,} packets "
                       f"in {speed['seconds']:.2f} s ({speed['packets_per_s'] or 0:,} packets/s, "
                       f"{done.workers} worker{'s' if done.workers > 1 else ''})")
-    if as_json:
-        terminal.data(tabular.to_json(done.to_json()))
-    elif as_csv:
-        terminal.data(tabular.connections_csv(done.captures))
+    if as_json or as_csv:
+        from tcpvar.report import tabular  # json and csv: only for these
+
+        terminal.data(tabular.to_json(done.to_json()) if as_json
+                      else tabular.connections_csv(done.captures))
     return done.status
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import queue
 import signal
 import threading
@@ -22,6 +21,7 @@ from typing import Callable
 
 from tcpvar import __version__
 from tcpvar.beside import Beside
+from tcpvar.digest import blake2b
 from tcpvar.errors import InputError, NoTcpError
 from tcpvar.progress import Progress, Reporter, ignore
 from tcpvar.store.db import one
@@ -52,7 +52,7 @@ class CaptureResult:
 def fingerprint(path: Path) -> str:
     """Size, mtime and a hash of both ends: cheap, and changes when the file does."""
     st = path.stat()
-    h = hashlib.blake2b(digest_size=16)
+    h = blake2b(digest_size=16)
     with path.open("rb") as f:
         h.update(f.read(HEAD_TAIL))
         if st.st_size > HEAD_TAIL:

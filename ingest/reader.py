@@ -4,10 +4,8 @@ before the store is open, so reading begins at once; gzip'd files are read
 through a decompressing pipe."""
 from __future__ import annotations
 
-import gzip
 import os
 import queue
-import shutil
 import threading
 import zlib
 from dataclasses import dataclass, field
@@ -66,17 +64,23 @@ class GzipFeed:
     libpcap reads no compressed files, and nothing is unpacked on disk."""
 
     def __init__(self, path: Path):
+        # imported only for .gz files, and on this thread, not the pump's
+        # (store.db.Opening says why)
+        import gzip
+        import shutil
+
         self._raw = path.open("rb")
         self.read_fd, self._write_fd = os.pipe()
         self.error: str | None = None
-        self._thread = threading.Thread(target=self._pump, name="tcpvar-gunzip", daemon=True)
+        self._thread = threading.Thread(target=self._pump, name="tcpvar-gunzip", daemon=True,
+                                        args=(gzip.GzipFile, shutil.copyfileobj))
         self._thread.start()
 
-    def _pump(self) -> None:
+    def _pump(self, unzipped, copy) -> None:
         try:
-            with gzip.GzipFile(fileobj=self._raw) as src, \
+            with unzipped(fileobj=self._raw) as src, \
                     open(self._write_fd, "wb", closefd=True) as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+                copy(src, dst, 1 << 20)
         except BrokenPipeError:
             pass                      # the scanner stopped reading: fine
         except (OSError, EOFError, zlib.error) as exc:

@@ -18,12 +18,12 @@ path: two stores that share a slot are checked in full in turn, and the
 cache never holds more than SLOTS small files."""
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from pathlib import Path
 
 from tcpvar import safe_write
+from tcpvar.digest import blake2b
 
 HEADERS = 3 * 4096      # DuckDB's file header and its two database headers
 SLOTS = 4096
@@ -32,7 +32,7 @@ SLOTS = 4096
 def _slot(path: Path) -> Path:
     from tcpvar.resources import cache_dir
 
-    digest = int(hashlib.blake2b(str(path).encode(), digest_size=8).hexdigest(), 16)
+    digest = int(blake2b(str(path).encode(), digest_size=8).hexdigest(), 16)
     return cache_dir() / "stores" / "checked" / f"{digest % SLOTS:03x}"
 
 
@@ -46,7 +46,7 @@ def _state(path: Path) -> str | None:
                 st.st_ctime_ns % 1_000_000_000 == 0:
             return None
         with open(path, "rb") as f:
-            headers = hashlib.blake2b(f.read(HEADERS), digest_size=16).hexdigest()
+            headers = blake2b(f.read(HEADERS), digest_size=16).hexdigest()
     except OSError:
         return None
     return (f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import hashlib
 import os
 import re
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 from tcpvar import safe_write, signals
 from tcpvar.beside import Beside
+from tcpvar.digest import blake2b
 from tcpvar.errors import StoreError
 from tcpvar.progress import Progress
 
@@ -46,7 +46,7 @@ def made_of() -> str:
     check of the catalog and DuckDB's version. A store that a tcpvar of
     another make left (store/checked.py) is checked in full."""
     text = f"{SCHEMA_VERSION}\n{_schema()}\n{_views()}\n{(_HERE / 'catalog.sql').read_text()}"
-    return f"{_duckdb().__version__}-{hashlib.blake2b(text.encode(), digest_size=8).hexdigest()}"
+    return f"{_duckdb().__version__}-{blake2b(text.encode(), digest_size=8).hexdigest()}"
 
 
 def identifier(name: str) -> str:
@@ -320,7 +320,7 @@ class Store:
         segments.prepare(self.con, self.packets)
         schema = _schema()
         views = segments.view_sql(self.packets, temp=False) + ";\n" + _views()
-        digest = hashlib.blake2b(schema.encode(), digest_size=16).hexdigest()
+        digest = blake2b(schema.encode(), digest_size=16).hexdigest()
         fresh = not force and self._meta("schema_digest") == digest
         with self.transaction() as con:      # one commit: quicker for a new store
             if not fresh:
@@ -518,12 +518,15 @@ class Opening:
         # thread's imports can leave Python's import lock held, and an
         # import on the other thread would then wait for ever (DuckDB
         # imports decimal for the first DECIMAL it returns; a new store is
-        # copied from the template, which may have to be made first)
+        # copied from the template, which may have to be made first; one
+        # that exists may hold a partial capture, whose segments shutil removes)
         import decimal  # noqa: F401
 
         _duckdb()
         if not os.path.lexists(self._path):
             template()
+        else:
+            import shutil  # noqa: F401
         try:
             with signals.held():        # a Ctrl-C now comes once it has started
                 self._opening.start()

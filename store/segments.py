@@ -22,7 +22,6 @@ import contextlib
 import errno
 import itertools
 import os
-import shutil
 from pathlib import Path
 
 from tcpvar import __version__
@@ -144,6 +143,8 @@ def captures(top: Path) -> set[int]:
 
 
 def remove(top: Path, capture_id: int) -> None:
+    import shutil  # not at the top: 3 ms of every command, for a capture's removal
+
     shutil.rmtree(folder(top, capture_id), ignore_errors=True)
 
 
@@ -151,6 +152,8 @@ def copy(top: Path, capture_id: int, to: Path, new_id: int) -> None:
     """Capture @capture_id's segments as capture @new_id's under @to. The
     folder may be somebody else's: a symbolic link (to another store's
     segments, to /etc/shadow) refuses it, never followed."""
+    import shutil
+
     source = folder(top, capture_id)
     refuse_links(top, shallow=True)
     if source.is_dir():

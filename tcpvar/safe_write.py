@@ -2,11 +2,12 @@
 
 tcpvar runs as root and writes into run folders, next to `-o` targets and
 into folders named by runs from other people. Every file it writes is a new
-file made here (mkstemp, O_EXCL: never an existing file, never through a
-symlink) in the target's folder, then renamed over the target: a symlink at
-the target is replaced, not followed. Names read from inputs are taken only
-as bare names inside their folder, and folders tcpvar writes into inside a
-run folder must be real folders, not symlinks to elsewhere."""
+file made here in the target's folder (O_EXCL and O_NOFOLLOW, as mkstemp
+makes one: never an existing file, never through a symlink), then renamed
+over the target: a symlink at the target is replaced, not followed. Names
+read from inputs are taken only as bare names inside their folder, and
+folders tcpvar writes into inside a run folder must be real folders, not
+symlinks to elsewhere."""
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +15,6 @@ import functools
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 
 from tcpvar.errors import InputError
@@ -23,8 +23,8 @@ from tcpvar.errors import InputError
 @functools.cache
 def _umask() -> int:
     """The process's umask, read without setting it (os.umask would, for
-    every thread): mkstemp makes 0600 files, and what tcpvar writes gets
-    the mode any new file of the user's gets."""
+    every thread): _new_file() makes 0600 files, and what tcpvar writes
+    gets the mode any new file of the user's gets."""
     with contextlib.suppress(OSError, ValueError):
         with open("/proc/self/status") as status:
             for line in status:
@@ -38,7 +38,7 @@ def replacing(path: str | Path, mode: str = "w", **kwargs):
     """A new file that replaces @path when the block ends without an error
     (and is removed when it does not). Text or binary as @mode says."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _new_file(path)
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, mode, **kwargs) as fh:
@@ -48,6 +48,20 @@ def replacing(path: str | Path, mode: str = "w", **kwargs):
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _new_file(path: Path) -> tuple[int, Path]:
+    """A new 0600 file beside @path, open for writing, and its name: what
+    tempfile.mkstemp does, without importing tempfile (and shutil and
+    random with it), 5 ms of every command."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for _ in range(100):
+        tmp = path.parent / f".{path.name[:64]}.{os.urandom(6).hex()}.tmp"
+        try:
+            return os.open(tmp, flags, 0o600), tmp
+        except FileExistsError:     # 48 random bits: another name
+            continue
+    raise FileExistsError(f"{path.parent}: no new name for a file beside {path.name}")
 
 
 def write_text(path: str | Path, text: str) -> Path:

@@ -151,6 +151,30 @@ def test_a_folder_to_write_into_is_not_a_symlink(tmp_path):
     assert inner_folder(tmp_path / "run", "other").is_dir()
 
 
+def test_a_file_is_written_beside_a_planted_temporary_name(tmp_path, monkeypatch):
+    """The temporary file a write starts in is new (O_EXCL, O_NOFOLLOW): a
+    symlink or a file already at the name it draws first is left alone, and
+    the write takes the next name. It ends with the user's umask applied."""
+    from tcpvar import safe_write
+
+    names = iter([b"\x01" * 6, b"\x02" * 6, b"\x03" * 6])
+    monkeypatch.setattr(safe_write.os, "urandom", lambda n: next(names))
+    target = victim(tmp_path)
+    (tmp_path / f".out.txt.{'01' * 6}.tmp").symlink_to(target)
+    safe_write.write_text(tmp_path / "out.txt", "written\n")
+    assert target.read_text() == SECRET
+    assert (tmp_path / "out.txt").read_text() == "written\n"
+    assert not (tmp_path / f".out.txt.{'02' * 6}.tmp").exists()     # renamed
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "out.txt").stat().st_mode & 0o777 == 0o666 & ~umask
+    (tmp_path / f".out.txt.{'03' * 6}.tmp").write_text(SECRET)
+    names = iter([b"\x03" * 6] * 100)
+    with pytest.raises(FileExistsError):
+        safe_write.write_text(tmp_path / "out.txt", "again\n")
+    assert (tmp_path / "out.txt").read_text() == "written\n"
+
+
 def tree_digest(root: Path, outputs: set[Path]) -> dict:
     """Every entry under @root but @outputs: a file's content, a link's target."""
     out = {}
