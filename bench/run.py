@@ -17,9 +17,10 @@ its wall time (perf_counter from start to exit), CPU time and peak RSS (GNU
   libpcap loop  tcpdump -r FILE -w /dev/null 'tcp port 1'
 
 Standard output of every tool goes to /dev/null; standard error is kept and shown
-if a tool fails.  Each tool runs --repeat times (default 3; tshark once) in rounds
-(round 1: every tool once, round 2: every tool again, ...); the table shows the
-median.  The file is read once beforehand, so every tool reads from the page cache.
+if a tool fails.  Each tool runs --repeat times (tshark once) in rounds (round 1:
+every tool once, round 2: every tool again, ...); the table shows the median.
+Without --repeat, a capture gets as many rounds as fit in 15 s of runs, from 3
+to 11 (the first round's time decides): the sub-second profiles 11, bulk 3.  The file is read once beforehand, so every tool reads from the page cache.
 Each tcpvar run gets a new, empty DuckDB file in a temporary folder under the
 work folder (removed afterwards); after the first end-to-end run the store is
 queried (untimed) to check that it holds every TCP packet and connection.
@@ -58,6 +59,10 @@ SMALL = HERE.parent / "fixtures" / "pcaps" / "iperf_4flows.pcap"
 # rows timed against a store that already holds the capture, as a user's
 # second command finds it (each round runs the command once untimed first)
 AGAIN = ("tcpvar-again",)
+# rounds per capture without --repeat: as many as fit in the budget, the
+# first round's time being the measure (rounds_for())
+MIN_ROUNDS, MAX_ROUNDS = 3, 11
+ROUND_BUDGET_S = 15.0
 DEFAULT_RESULTS = HERE / "RESULTS.md"
 
 RESULTS_HEADER = """# tcpvar benchmark results
@@ -330,7 +335,10 @@ def bench_capture(path: Path, a: argparse.Namespace, tcpvar: list[str], tmp_root
     runs: dict[str, list[dict]] = {k: [] for k, _, _ in tools}
     failed: dict[str, dict] = {}
     store: dict = {}
-    for rnd in range(a.repeat):
+    rounds = a.repeat or MIN_ROUNDS        # without --repeat: set after the first round
+    rnd = 0
+    while rnd < rounds:
+        started = time.perf_counter()
         for key, label, build in tools:
             if key in failed or (key == "tshark" and rnd > 0):
                 continue
@@ -338,7 +346,7 @@ def bench_capture(path: Path, a: argparse.Namespace, tcpvar: list[str], tmp_root
             db = tmpd / "bench.duckdb"
             argv = build(db)
             shown = " ".join(argv)
-            log(f"round {rnd + 1}/{a.repeat}: {shown}")
+            log(f"round {rnd + 1}/{rounds}: {shown}")
             try:
                 if key in AGAIN:            # the store as the same command left it (untimed)
                     measure(argv, a.timeout)
@@ -358,8 +366,25 @@ def bench_capture(path: Path, a: argparse.Namespace, tcpvar: list[str], tmp_root
             finally:
                 if not a.keep_db:
                     shutil.rmtree(tmpd, ignore_errors=True)
+        if rnd == 0 and not a.repeat:
+            rounds = rounds_for(time.perf_counter() - started - tshark_s(runs))
+        rnd += 1
     return {"path": str(path), "facts": facts, "tools": tools, "runs": runs, "failed": failed, "store": store,
-            "when": dt.datetime.now().astimezone(), "repeat": a.repeat}
+            "when": dt.datetime.now().astimezone(), "repeat": rounds}
+
+
+def tshark_s(runs: dict[str, list[dict]]) -> float:
+    """The seconds of tshark's one run (the first round's), if any."""
+    return sum(r["seconds"] for r in runs.get("tshark", []))
+
+
+def rounds_for(round_s: float) -> int:
+    """Rounds for a capture whose first round (tshark's run aside) took
+    @round_s: as many as ROUND_BUDGET_S holds, from MIN_ROUNDS to
+    MAX_ROUNDS. A sub-second run moves by a fifth with the host's load, a
+    median of 3 by about as much; more rounds steady the short profiles'
+    medians at little cost."""
+    return max(MIN_ROUNDS, min(MAX_ROUNDS, int(ROUND_BUDGET_S // max(round_s, 1e-3))))
 
 
 # ---------------------------------------------------------------------------
@@ -529,7 +554,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("captures", nargs="*", help="pcap files (default: every profile in bench/work/ "
                                                 "and the small fixtures/pcaps/iperf_4flows.pcap)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per tool, median reported (default 3; tshark 1)")
+    ap.add_argument("--repeat", type=int, help="runs per tool, median reported (default: 3 to 11, as many "
+                                               "as fit in 15 s of runs; tshark 1)")
     ap.add_argument("--no-tshark", action="store_true", help="skip tshark (slow on big captures)")
     ap.add_argument("--work", default=str(DEFAULT_WORK), help="work folder for temporary DuckDB files")
     ap.add_argument("--results", default=str(DEFAULT_RESULTS), help="results file (default bench/RESULTS.md)")
@@ -539,7 +565,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=3600, help="kill a measured run after this many seconds")
     ap.add_argument("--keep-db", action="store_true", help="keep the DuckDB files (in the work folder)")
     a = ap.parse_args()
-    if a.repeat < 1:
+    if a.repeat is not None and a.repeat < 1:
         ap.error("--repeat must be at least 1")
     caps = [Path(c) for c in a.captures] or [
         p for p in [DEFAULT_WORK / f"{name}.pcap" for name in PROFILES] + [SMALL] if p.exists()]
