@@ -20,7 +20,7 @@ Standard output of every tool goes to /dev/null; standard error is kept and show
 if a tool fails.  Each tool runs --repeat times (tshark once) in rounds (round 1:
 every tool once, round 2: every tool again, ...); the table shows the median.
 Without --repeat, a capture gets as many rounds as fit in 15 s of runs, from 3
-to 11 (the first round's time decides): the sub-second profiles 11, bulk 3.
+to 11 (the first round's time decides): 5 to 11 for the short profiles, 3 for bulk.
 The file is read once beforehand, so every tool reads from the page cache.
 Each tcpvar run gets a new, empty DuckDB file in a temporary folder under the
 work folder (removed afterwards); after the first end-to-end run the store is
