@@ -555,8 +555,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("captures", nargs="*", help="pcap files (default: every profile in bench/work/ "
                                                 "and the small fixtures/pcaps/iperf_4flows.pcap)")
-    ap.add_argument("--repeat", type=int, help="runs per tool, median reported (default: 3 to 11, as many "
-                                               "as fit in 15 s of runs; tshark 1)")
+    ap.add_argument("--repeat", type=int,
+                    help="runs per tool, median reported (default: 3 to 11, as many as fit in 15 s "
+                         "of runs; tshark 1)")
     ap.add_argument("--no-tshark", action="store_true", help="skip tshark (slow on big captures)")
     ap.add_argument("--work", default=str(DEFAULT_WORK), help="work folder for temporary DuckDB files")
     ap.add_argument("--results", default=str(DEFAULT_RESULTS), help="results file (default bench/RESULTS.md)")
