@@ -205,8 +205,8 @@ class Store:
 
     def _point_packets(self) -> None:
         """The packets view of a store copied from the template, over this
-        store's folder."""
-        segments.prepare(self.con, self.packets)
+        store's folder, whose schema segment is a copy of the template's."""
+        segments.prepare(self.con, self.packets, _template_schema())
         self.con.execute(segments.view_sql(self.packets, temp=False))
 
     def _connect(self, read_only: bool, deadline: float, progress):
@@ -581,7 +581,7 @@ def template() -> Path | None:
     name = f"empty-{made_of()}.duckdb"
     folder = cache_dir() / "stores"
     final = folder / name
-    if final.is_file() and not final.is_symlink():
+    if safe_write.is_regular_file(final) and safe_write.is_regular_file(_schema_segment(final)):
         return final
     import shutil  # only to make it: a command's start-up skips these
     import tempfile
@@ -593,12 +593,25 @@ def template() -> Path | None:
         return None
     try:
         Store(work / name, copy_template=False).close()   # tables, views, meta rows
+        # its packets' schema segment beside it first: a template there has one
+        segment = segments.folder(segments.root(work / name), 0) / segments.SCHEMA_FILE
+        os.replace(segment, _schema_segment(final))
         os.replace(work / name, final)
         return final
     except (OSError, StoreError):
         return None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _schema_segment(template_path: Path) -> Path:
+    return template_path.with_suffix(".schema.parquet")
+
+
+def _template_schema() -> Path | None:
+    """The template's packets schema segment, for a store copied from it."""
+    source = template()
+    return _schema_segment(source) if source is not None else None
 
 
 def _check_header(path: Path) -> None:

@@ -296,16 +296,21 @@ def test_a_new_store_is_a_copy_of_the_template(tmp_path):
     """A new store is copied, sparse, from the template tcpvar keeps in its
     cache (made by the first command that wants it): the same tables,
     views, sequences and meta rows as a store made from schema.sql and
-    views.sql, and a packets view over its own segments."""
+    views.sql, the same packets schema segment (a copy of the template's),
+    and a packets view over its own segments."""
     from tcpvar.store import Store
 
     env = {**os.environ, "TCPVAR_CACHE": str(tmp_path / "cache")}
     db = tmp_path / "new.duckdb"
     assert tcpvar("analyze", "-q", "--db", db, SMALL, env=env).returncode == 0
-    assert [p.suffix for p in (tmp_path / "cache" / "stores").iterdir()
-            if p.is_file()] == [".duckdb"]
+    files = sorted(p.name for p in (tmp_path / "cache" / "stores").iterdir() if p.is_file())
+    assert len(files) == 2 and files[0].endswith(".duckdb")      # the template, and its
+    assert files[1] == files[0].removesuffix(".duckdb") + ".schema.parquet"  # schema segment
     made = tmp_path / "made.duckdb"
     Store(made, copy_template=False).close()
+    schema = Path("capture_id=0") / "schema.parquet"
+    assert (Path(f"{db}.packets") / schema).read_bytes() == \
+        (Path(f"{made}.packets") / schema).read_bytes()
     con = duckdb.connect(str(made), read_only=True)
     want = con.execute(CATALOG).fetchall()
     con.close()
@@ -319,3 +324,23 @@ def test_a_new_store_is_a_copy_of_the_template(tmp_path):
                             text=True, check=True).stdout.count("\n")
     assert packets == frames
     assert db.stat().st_blocks * 512 < db.stat().st_size
+
+
+def test_a_template_without_its_schema_segment_is_made_again(tmp_path):
+    """A cache whose template has no packets schema segment beside it (one
+    made before tcpvar kept it, or removed since) gets both anew, and a new
+    store reads its packets."""
+    env = {**os.environ, "TCPVAR_CACHE": str(tmp_path / "cache")}
+    assert tcpvar("analyze", "-q", "--db", tmp_path / "a.duckdb", SMALL, env=env).returncode == 0
+    stores = tmp_path / "cache" / "stores"
+    segment = next(stores.glob("*.schema.parquet"))
+    segment.unlink()
+    db = tmp_path / "b.duckdb"
+    assert tcpvar("analyze", "-q", "--db", db, SMALL, env=env).returncode == 0
+    assert segment.is_file()
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM packets").fetchone()[0] == \
+            con.execute("SELECT tcp_packets FROM captures").fetchone()[0] > 0
+    finally:
+        con.close()
