@@ -80,12 +80,16 @@ def prepare(con, top: Path, like: Path | None = None) -> None:
     schema = folder(top, 0) / SCHEMA_FILE
     if not schema.is_file():
         own_folder(top, 0)
-        if like is not None:
+        try:
+            data = like.read_bytes() if like is not None else None
+        except OSError:             # gone from the cache since: DuckDB writes it
+            data = None
+        if data is not None:
             with _in_place(schema) as tmp:
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                              | os.O_CLOEXEC, 0o666)
                 with os.fdopen(fd, "wb") as out:
-                    out.write(like.read_bytes())
+                    out.write(data)
             return
         columns = ", ".join(f"NULL::{typ} AS {name}" for name, typ in COLUMNS)
         write(con, f"SELECT {columns} WHERE false", schema)
