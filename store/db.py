@@ -593,7 +593,8 @@ def template() -> Path | None:
         return None
     try:
         Store(work / name, copy_template=False).close()   # tables, views, meta rows
-        # its packets' schema segment beside it first: a template there has one
+        # its packets' schema segment moved beside it first, so that a
+        # template in place always has one (new stores copy it)
         segment = segments.folder(segments.root(work / name), 0) / segments.SCHEMA_FILE
         os.replace(segment, _schema_segment(final))
         os.replace(work / name, final)
