@@ -32,6 +32,8 @@ from .writers import SegmentWriters
 
 __all__ = ["CaptureResult", "ScanOptions", "Scan", "ingest", "start_scan", "stored_capture"]
 
+_SQL = Path(__file__).resolve().parent / "sql"     # a capture's statements (the
+# native front end, cli/native/, runs the same files)
 HEAD_TAIL = 1 << 16       # bytes hashed at each end for the fingerprint
 LOAD_MEMORY = "512MB"     # DuckDB's cache while loading: bounds the peak
 RETIRED_PER_COMMIT = 1 << 16  # retired connections stored a transaction (a commit costs)
@@ -47,6 +49,11 @@ class CaptureResult:
     connections: int
     truncated: bool
     warning: str | None
+
+
+@functools.cache
+def _sql(name: str) -> str:
+    return (_SQL / f"{name}.sql").read_text()
 
 
 def fingerprint(path: Path) -> str:
@@ -136,12 +143,7 @@ def _store_connections(con, capture_id: int, scanner,
     events = scanner.events()
     try:
         con.register("_tv_events", events)
-        con.execute("""
-            INSERT INTO retransmit_events
-            SELECT $1, conn, dir, frame, ts_ns,
-                   CASE kind WHEN 1 THEN 'timeout' ELSE 'fast' END,
-                   seq, len, silence_ns / 1e6, dupacks, backoff
-            FROM _tv_events""", [capture_id])
+        con.execute(_sql("capture_events"), [capture_id])
     finally:
         con.unregister("_tv_events")
     n = one(con, "SELECT count(*) FROM connections WHERE capture_id = $1", [capture_id])[0]
@@ -155,13 +157,8 @@ def _insert_connections(con, capture_id: int, conns, stats) -> list[tuple]:
     try:
         con.register("_tv_conns", conns)
         con.register("_tv_stats", stats)
-        con.execute("""
-            INSERT INTO connections
-            SELECT $1, id, family, a_addr, a_port, b_addr, b_port, first_ns, last_ns,
-                   packets, a_isn, b_isn, handshake <> 0, closed <> 0, reset <> 0
-            FROM _tv_conns""", [capture_id])
-        con.execute("INSERT INTO dir_counters BY NAME SELECT $1 AS capture_id, "
-                    "* EXCLUDE (hw_copies) FROM _tv_stats", [capture_id])
+        con.execute(_sql("capture_connections"), [capture_id])
+        con.execute(_sql("capture_counters"), [capture_id])
         return con.execute("SELECT conn, dir, hw_copies, hw_dups FROM _tv_stats "
                            "WHERE hw_copies > 0").fetchall()
     finally:
@@ -273,17 +270,12 @@ def _complete(store, capture_id: int, path: Path, scan: Scan, read: Callable[[in
         nconn, conn_warnings = _store_connections(con, capture_id, scanner, copies)
         words = beside.result() if beside else None
         warning = "; ".join(warnings + conn_warnings + ([words] if words else [])) or None
-        con.execute("""
-            UPDATE captures SET link_type = $2, link_name = $3, frames = $4,
-                tcp_packets = $5, non_tcp = $6, ip_fragments = $7, too_short = $8,
-                malformed = $9, first_ns = $10, last_ns = $11, truncated = $12,
-                warning = $13, interval_ms = $14, complete = true
-            WHERE capture_id = $1""",
-            [capture_id, scanner.link_type, scanner.link_name, counters["frames"],
-             counters["tcp"], counters["non_tcp"], counters["ip_fragments"],
-             counters["too_short"], counters["malformed"], counters["first_ns"],
-             counters["last_ns"], truncated, warning,
-             scan.options.series_ms if beside else None])
+        con.execute(_sql("capture_complete"), [
+            capture_id, scanner.link_type, scanner.link_name, counters["frames"],
+            counters["tcp"], counters["non_tcp"], counters["ip_fragments"],
+            counters["too_short"], counters["malformed"], counters["first_ns"],
+            counters["last_ns"], truncated, warning,
+            scan.options.series_ms if beside else None])
     return CaptureResult(capture_id, str(path.resolve()), False, counters["frames"],
                          counters["tcp"], nconn, truncated, warning)
 
@@ -371,13 +363,9 @@ def _ingest(store, path: Path, options: ScanOptions, force: bool, progress: Repo
             store.delete_capture(old[0])
         with store.transaction():
             st = path.stat()
-            capture_id = one(con, """
-                INSERT INTO captures (capture_id, path, size_bytes, mtime_ns, fingerprint,
-                    with_packets, rto_min_ms, hwdup_us, analyzed_at, tcpvar_version, complete)
-                VALUES (nextval('capture_ids'), $1, $2, $3, $4, $5, $6, $7, now(), $8, false)
-                RETURNING capture_id""",
-                [apath, st.st_size, st.st_mtime_ns, fp, options.packets,
-                 options.rto_min_ms, options.hwdup_us, __version__])[0]
+            capture_id = one(con, _sql("capture_row"), [
+                apath, st.st_size, st.st_mtime_ns, fp, options.packets,
+                options.rto_min_ms, options.hwdup_us, __version__])[0]
         return _load(store, capture_id, path, scan, progress, stop, series)
     except BaseException:
         if capture_id is not None:      # also when Ctrl-C came as its row was written
