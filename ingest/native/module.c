@@ -16,19 +16,19 @@
  *   Table.write_parquet(path, created_by) -> a packet batch as a Parquet file
  *                        (parquet.c), the GIL released
  *
- * Laid out as a modern extension: heap types, module state, one exception.
+ * Python glue only: the tables are built from the scanner's state in
+ * records.c, without Python. Laid out as a modern extension: heap types,
+ * module state, one exception.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <arpa/inet.h>
 #include <errno.h>
-#include <stddef.h>
 #include <stdio.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "arrow_stream.h"
 #include "parquet.h"
+#include "records.h"
 #include "scan.h"
 
 typedef struct {
@@ -291,207 +291,6 @@ static PyType_Spec table_spec = {
 	Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION, table_slots,
 };
 
-/* A packet batch as a table (which then owns @b). */
-
-struct batch_table {
-	struct tv_arrow_table t;
-	struct tv_batch *b;
-	struct tv_arrow_col cols[];
-};
-
-static void batch_table_free(struct tv_arrow_table *t)
-{
-	struct batch_table *bt = (struct batch_table *)t;
-
-	tv_batch_free(bt->b);
-	free(bt);
-}
-
-static enum tv_arrow_type arrow_type(enum tv_ctype t)
-{
-	switch (t) {
-	case TV_U8:
-		return TV_A_U8;
-	case TV_U16:
-		return TV_A_U16;
-	case TV_U32:
-		return TV_A_U32;
-	case TV_I64:
-		return TV_A_I64;
-	case TV_LIST_I64:
-		break;
-	}
-	return TV_A_LIST_I64;
-}
-
-static struct tv_arrow_table *batch_table(struct tv_batch *b)
-{
-	struct batch_table *bt = calloc(1, sizeof(*bt) + tv_ncolumns * sizeof(bt->cols[0]));
-	size_t i;
-
-	if (!bt) {
-		tv_batch_free(b);
-		return NULL;
-	}
-	for (i = 0; i < tv_ncolumns; i++) {
-		const struct tv_coldef *c = &tv_columns[i];
-
-		bt->cols[i] = (struct tv_arrow_col){
-			.name = c->name, .type = arrow_type(c->type),
-			.values = *(void **)((char *)b + c->data),
-			.valid = c->valid ? *(uint8_t **)((char *)b + c->valid) : NULL,
-			.offsets = c->type == TV_LIST_I64 ? b->sack_off : NULL,
-			.climbs = c->climbs,
-		};
-	}
-	bt->b = b;
-	bt->t = (struct tv_arrow_table){
-		.rows = (int64_t)b->n, .ncols = tv_ncolumns, .cols = bt->cols,
-		.free = batch_table_free,
-	};
-	atomic_init(&bt->t.refs, 1);
-	return &bt->t;
-}
-
-/* ---- columns of plain C records (connections, stats, events) ---- */
-
-enum { F_U64, F_I64, F_U32, F_U16, F_U8, F_INT, F_DBL };
-
-struct field {
-	const char *name;
-	int type;
-	size_t off;
-};
-
-/*
- * Records as a table: a column of int64 or double per field (after @nfirst
- * columns the caller fills), in one block with @extra bytes to spare.
- */
-struct record_table {
-	struct tv_arrow_table t;
-	char *block;
-	struct tv_arrow_col cols[];
-};
-
-static void record_table_free(struct tv_arrow_table *t)
-{
-	struct record_table *rt = (struct record_table *)t;
-
-	free(rt->block);
-	free(rt);
-}
-
-static size_t nfields(const struct field *fields)
-{
-	size_t n = 0;
-
-	while (fields[n].name)
-		n++;
-	return n;
-}
-
-static struct record_table *record_table(const void *const *rows, size_t n,
-					 const struct field *fields, size_t nfirst,
-					 size_t extra)
-{
-	size_t k = nfields(fields), i, c;
-	struct record_table *rt = calloc(1, sizeof(*rt) + (nfirst + k) * sizeof(rt->cols[0]));
-	char *at;
-
-	if (!rt)
-		return NULL;
-	extra = (extra + 7) & ~(size_t)7;	/* the fields' columns 8-byte aligned */
-	rt->block = malloc(k * n * 8 + extra + 8);
-	if (!rt->block) {
-		free(rt);
-		return NULL;
-	}
-	rt->t = (struct tv_arrow_table){
-		.rows = (int64_t)n, .ncols = nfirst + k, .cols = rt->cols,
-		.free = record_table_free,
-	};
-	atomic_init(&rt->t.refs, 1);
-	at = rt->block + extra;
-	for (c = 0; c < k; c++, at += n * 8) {
-		const struct field *f = &fields[c];
-
-		rt->cols[nfirst + c] = (struct tv_arrow_col){
-			.name = f->name, .type = f->type == F_DBL ? TV_A_F64 : TV_A_I64, .values = at,
-		};
-		for (i = 0; i < n; i++) {
-			const char *p = (const char *)rows[i] + f->off;
-			int64_t iv = 0;
-
-			switch (f->type) {
-			case F_U64:
-				iv = (int64_t)*(const uint64_t *)p;
-				break;
-			case F_I64:
-				iv = *(const int64_t *)p;
-				break;
-			case F_U32:
-				iv = *(const uint32_t *)p;
-				break;
-			case F_U16:
-				iv = *(const uint16_t *)p;
-				break;
-			case F_U8:
-				iv = *(const uint8_t *)p;
-				break;
-			case F_INT:
-				iv = *(const int *)p;
-				break;
-			case F_DBL:
-				memcpy(at + i * 8, p, 8);
-				continue;
-			}
-			memcpy(at + i * 8, &iv, 8);
-		}
-	}
-	return rt;
-}
-
-#define CI(n, t) {#n, t, offsetof(struct tv_conn_info, n)}
-static const struct field conn_fields[] = {
-	CI(id, F_U32), CI(family, F_U8), CI(a_port, F_U16), CI(b_port, F_U16),
-	CI(first_ns, F_U64), CI(last_ns, F_U64), CI(packets, F_U64),
-	CI(a_isn, F_U32), CI(b_isn, F_U32), CI(handshake, F_INT),
-	CI(closed, F_INT), CI(reset, F_INT),
-	{NULL, 0, 0},
-};
-
-#define DS(n, t) {#n, t, offsetof(struct tv_dirstats, n)}
-static const struct field stat_fields[] = {
-	DS(packets, F_U64), DS(ack_packets, F_U64), DS(pure_acks, F_U64),
-	DS(data_packets, F_U64), DS(data_bytes, F_U64), DS(unique_bytes, F_U64),
-	DS(rexmit_packets, F_U64), DS(rexmit_bytes, F_U64), DS(ooo_packets, F_U64),
-	DS(dupacks, F_U64), DS(triple_dupacks, F_U64),
-	DS(sack_packets, F_U64), DS(dsack_packets, F_U64), DS(sack_blocks, F_U64),
-	DS(max_sack_blocks, F_U64), DS(zero_win_adv, F_U64), DS(zwnd_probes, F_U64),
-	DS(zwnd_probe_bytes, F_U64), DS(pushed, F_U64), DS(urgent, F_U64),
-	DS(syn, F_U64), DS(fin, F_U64), DS(rst, F_U64), DS(hw_dups, F_U64), DS(hw_copies, F_U64),
-	DS(ect_packets, F_U64), DS(ce_packets, F_U64), DS(ece_packets, F_U64),
-	DS(cwr_packets, F_U64),
-	DS(missed_bytes, F_U64), DS(truncated, F_U64),
-	DS(win_min, F_U64), DS(win_max, F_U64), DS(win_n, F_U64), DS(win_sum, F_DBL),
-	DS(seg_min, F_U64), DS(seg_max, F_U64),
-	DS(rtt_n, F_U64), DS(rtt_min, F_DBL), DS(rtt_max, F_DBL), DS(rtt_sum, F_DBL),
-	DS(rtt_sumsq, F_DBL), DS(rtt_3whs, F_DBL),
-	DS(rto_events, F_U64), DS(fast_retransmits, F_U64),
-	DS(first_ns, F_U64), DS(last_ns, F_U64), DS(data_first_ns, F_U64),
-	DS(data_last_ns, F_U64), DS(stream_first, F_I64), DS(stream_last, F_I64),
-	DS(mss, F_INT), DS(wscale, F_INT), DS(sack_ok, F_INT), DS(ts_ok, F_INT),
-	{NULL, 0, 0},
-};
-
-#define EV(n, t) {#n, t, offsetof(struct tv_event, n)}
-static const struct field event_fields[] = {
-	EV(conn, F_U32), EV(dir, F_U8), EV(kind, F_U8), EV(frame, F_U32),
-	EV(len, F_U32), EV(dupacks, F_U32), EV(backoff, F_U32), EV(ts_ns, F_U64),
-	EV(silence_ns, F_U64), EV(seq, F_I64),
-	{NULL, 0, 0},
-};
-
 /* ---- Scanner ---- */
 
 typedef struct {
@@ -656,184 +455,68 @@ static PyObject *scanner_step(ScannerObject *self, PyObject *unused)
 	}
 	if (!b)
 		return Py_BuildValue("(sO)", status_name(rc), Py_None);
-	table = new_table(st, batch_table(b), b);	/* the table takes b */
+	table = new_table(st, tv_batch_table(b), b);	/* the table takes b */
 	if (!table)
 		return NULL;
 	return Py_BuildValue("(sN)", status_name(rc), table);
 }
 
-#define ADDR_CHARS INET6_ADDRSTRLEN
-
-/* The endpoints' addresses as two string columns at the front of @rt. */
-static void address_columns(struct record_table *rt, const struct tv_conn_info *info,
-			    size_t n)
+/* (@conns, @stats) as a tuple of two Tables, which take them. */
+static PyObject *two_tables(modstate *st, struct tv_arrow_table *conns,
+			    struct tv_arrow_table *stats)
 {
-	char *chars = rt->block;
-	int32_t *offs[2] = {
-		(int32_t *)(chars + 2 * n * ADDR_CHARS),
-		(int32_t *)(chars + 2 * n * ADDR_CHARS) + n + 1,
-	};
-	size_t i, side;
-
-	for (side = 0; side < 2; side++) {
-		char *text = chars + side * n * ADDR_CHARS;
-		int32_t used = 0;
-
-		offs[side][0] = 0;
-		for (i = 0; i < n; i++) {
-			const uint8_t *addr = side ? info[i].b_addr : info[i].a_addr;
-
-			if (!inet_ntop(info[i].family == 6 ? AF_INET6 : AF_INET, addr,
-				       text + used, ADDR_CHARS))
-				text[used] = 0;
-			used += (int32_t)strlen(text + used);
-			offs[side][i + 1] = used;
-		}
-		rt->cols[side] = (struct tv_arrow_col){
-			.name = side ? "b_addr" : "a_addr", .type = TV_A_UTF8,
-			.values = text, .offsets = offs[side],
-		};
-	}
-}
-
-/* conn and dir of the stats' rows (two per connection), at the front of @rt. */
-/* The conn and dir columns of @info's two rows each. */
-static void direction_columns(struct record_table *rt, const struct tv_conn_info *info,
-			      size_t rows)
-{
-	int64_t *conn = (int64_t *)rt->block, *dir = conn + rows;
-	size_t i;
-
-	for (i = 0; i < rows; i++) {
-		conn[i] = (int64_t)info[i / 2].id;
-		dir[i] = (int64_t)(i % 2);
-	}
-	rt->cols[0] = (struct tv_arrow_col){.name = "conn", .type = TV_A_I64, .values = conn};
-	rt->cols[1] = (struct tv_arrow_col){.name = "dir", .type = TV_A_I64, .values = dir};
-}
-
-/* (connections, their directions' statistics) as two tables, from @n infos. */
-static PyObject *conn_tables(modstate *st, const struct tv_conn_info *info, size_t n)
-{
-	const void **crow = NULL, **srow = NULL;
-	struct record_table *conns = NULL, *stats = NULL;
-	PyObject *res = NULL;
-	size_t i;
-
-	crow = PyMem_Calloc(n ? n : 1, sizeof(*crow));
-	srow = PyMem_Calloc(n ? 2 * n : 1, sizeof(*srow));
-	if (!crow || !srow)
-		goto out;
-	for (i = 0; i < n; i++) {
-		crow[i] = &info[i];
-		srow[2 * i] = &info[i].dir[0];
-		srow[2 * i + 1] = &info[i].dir[1];
-	}
-	conns = record_table(crow, n, conn_fields, 2,
-			     2 * n * ADDR_CHARS + 2 * (n + 1) * sizeof(int32_t));
-	stats = record_table(srow, 2 * n, stat_fields, 2, 2 * 2 * n * sizeof(int64_t));
-	if (!conns || !stats)
-		goto out;
-	address_columns(conns, info, n);
-	direction_columns(stats, info, 2 * n);
-	res = Py_BuildValue("(NN)", new_table(st, &conns->t, NULL),
-			    new_table(st, &stats->t, NULL));
-	conns = stats = NULL;		/* the tables own them, or freed them */
-out:
-	if (!res && !PyErr_Occurred())
-		PyErr_NoMemory();
-	PyMem_Free(crow);
-	PyMem_Free(srow);
-	if (conns)
-		tv_arrow_put(&conns->t);
-	if (stats)
-		tv_arrow_put(&stats->t);
-	return res;
+	return Py_BuildValue("(NN)", new_table(st, conns, NULL), new_table(st, stats, NULL));
 }
 
 static PyObject *scanner_connections(ScannerObject *self, PyObject *unused)
 {
 	modstate *st = state_of_type(Py_TYPE(self));
-	size_t n, i, live = 0;
-	struct tv_conn_info *info;
-	PyObject *res;
+	struct tv_arrow_table *conns, *stats;
 
 	if (!check_usable(self))
 		return NULL;
-	n = tv_flows_count(self->scan.flows);
-	info = PyMem_Calloc(n ? n : 1, sizeof(*info));
-	if (!info)
+	if (tv_live_tables(self->scan.flows, &conns, &stats) < 0)
 		return PyErr_NoMemory();
-	for (i = 0; i < n; i++)
-		live += tv_flows_info(self->scan.flows, i, &info[live]);
-	res = conn_tables(st, info, live);
-	PyMem_Free(info);
-	return res;
+	return two_tables(st, conns, stats);
 }
 
 static PyObject *scanner_gone(ScannerObject *self, PyObject *unused)
 {
 	modstate *st = state_of_type(Py_TYPE(self));
+	struct tv_arrow_table *conns, *stats;
 	PyObject *res;
 
 	if (!check_usable(self))
 		return NULL;
 	if (!tv_flows_ngone(self->scan.flows))
 		Py_RETURN_NONE;
-	res = conn_tables(st, tv_flows_gone(self->scan.flows),
-			  tv_flows_ngone(self->scan.flows));
+	if (tv_conn_tables(tv_flows_gone(self->scan.flows), tv_flows_ngone(self->scan.flows),
+			   &conns, &stats) < 0)
+		return PyErr_NoMemory();
+	res = two_tables(st, conns, stats);
 	if (res)
 		tv_flows_gone_clear(self->scan.flows);
 	return res;
 }
 
-#define SB(n, t) {#n, t, offsetof(struct tv_bin, n)}
-static const struct field bin_fields[] = {
-	SB(conn, F_U32), SB(dir, F_U32), SB(bin, F_I64), SB(packets, F_U64), SB(bytes, F_U64),
-	SB(unique_bytes, F_U64),
-	{NULL, 0, 0},
-};
-
 static PyObject *scanner_series(ScannerObject *self, PyObject *unused)
 {
 	modstate *st = state_of_type(Py_TYPE(self));
-	struct tv_series *series = &self->scan.series;
-	const void **rows;
-	struct record_table *t;
-	size_t i;
 
 	if (!check_usable(self))
 		return NULL;
-	if (!series->valid)
+	if (!self->scan.series.valid)
 		Py_RETURN_NONE;
-	rows = PyMem_Calloc(series->n ? series->n : 1, sizeof(*rows));
-	if (!rows)
-		return PyErr_NoMemory();
-	for (i = 0; i < series->n; i++)
-		rows[i] = &series->bins[i];
-	t = record_table(rows, series->n, bin_fields, 0, 0);
-	PyMem_Free(rows);
-	return new_table(st, t ? &t->t : NULL, NULL);
+	return new_table(st, tv_series_table(&self->scan.series), NULL);
 }
 
 static PyObject *scanner_events(ScannerObject *self, PyObject *unused)
 {
 	modstate *st = state_of_type(Py_TYPE(self));
-	size_t n, i;
-	const void **rows;
-	struct record_table *t;
 
 	if (!check_usable(self))
 		return NULL;
-	n = tv_flows_nevents(self->scan.flows);
-	rows = PyMem_Calloc(n ? n : 1, sizeof(*rows));
-	if (!rows)
-		return PyErr_NoMemory();
-	for (i = 0; i < n; i++)
-		rows[i] = tv_flows_event(self->scan.flows, i);
-	t = record_table(rows, n, event_fields, 0, 0);
-	PyMem_Free(rows);
-	return new_table(st, t ? &t->t : NULL, NULL);
+	return new_table(st, tv_events_table(self->scan.flows), NULL);
 }
 
 static PyObject *scanner_close(ScannerObject *self, PyObject *unused)

@@ -18,6 +18,6 @@ suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"
 mkdir -p "$out/module"
 clang -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
 	-shared -fPIC -std=gnu11 -I"$src" -I"$inc" -o "$out/module/_pcapscan$suffix" \
-	"$src/module.c" "$src/decode.c" "$src/flows.c" "$src/columns.c" "$src/scan.c" \
+	"$src/module.c" "$src/records.c" "$src/decode.c" "$src/flows.c" "$src/columns.c" "$src/scan.c" \
 	"$src/arrow_stream.c" "$src/direct.c" "$src/series.c" "$src/parquet.c" -lpcap -lzstd -lm
 echo "built $out/fuzz_decode $out/fuzz_pcap $out/module/_pcapscan$suffix"
