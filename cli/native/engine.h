@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * engine.h - DuckDB for the native front end: the engine of the duckdb
+ * wheel that tcpvar's Python uses (its _duckdb module exports DuckDB's C
+ * API), loaded with dlopen, so that both front ends write stores with one
+ * DuckDB. Only the functions the front end calls are declared, as DuckDB's
+ * duckdb.h declares them.
+ */
+#ifndef TCPVAR_ENGINE_H
+#define TCPVAR_ENGINE_H
+
+#include <stdint.h>
+
+typedef uint64_t idx_t;
+typedef void *duckdb_database;
+typedef void *duckdb_connection;
+typedef void *duckdb_config;
+typedef void *duckdb_prepared_statement;
+typedef void *duckdb_value;
+typedef void *duckdb_logical_type;
+
+/* duckdb.h's duckdb_result: read only through the API */
+typedef struct {
+	idx_t words[4];
+	char *error;
+	void *internal;
+} duckdb_result;
+
+#define DUCKDB_TYPE_INTEGER 4
+
+struct tv_engine {
+	int (*create_config)(duckdb_config *);
+	int (*set_config)(duckdb_config, const char *, const char *);
+	void (*destroy_config)(duckdb_config *);
+	int (*open_ext)(const char *, duckdb_database *, duckdb_config, char **);
+	int (*connect)(duckdb_database, duckdb_connection *);
+	void (*disconnect)(duckdb_connection *);
+	void (*close)(duckdb_database *);
+	int (*query)(duckdb_connection, const char *, duckdb_result *);
+	void (*destroy_result)(duckdb_result *);
+	const char *(*result_error)(duckdb_result *);
+	idx_t (*row_count)(duckdb_result *);
+	int64_t (*value_int64)(duckdb_result *, idx_t, idx_t);
+	double (*value_double)(duckdb_result *, idx_t, idx_t);
+	char *(*value_varchar)(duckdb_result *, idx_t, idx_t);
+	int (*value_is_null)(duckdb_result *, idx_t, idx_t);
+	void (*free)(void *);
+	int (*prepare)(duckdb_connection, const char *, duckdb_prepared_statement *);
+	const char *(*prepare_error)(duckdb_prepared_statement);
+	void (*destroy_prepare)(duckdb_prepared_statement *);
+	int (*bind_parameter_index)(duckdb_prepared_statement, idx_t *, const char *);
+	int (*bind_int64)(duckdb_prepared_statement, idx_t, int64_t);
+	int (*bind_double)(duckdb_prepared_statement, idx_t, double);
+	int (*bind_boolean)(duckdb_prepared_statement, idx_t, _Bool);
+	int (*bind_varchar)(duckdb_prepared_statement, idx_t, const char *);
+	int (*bind_null)(duckdb_prepared_statement, idx_t);
+	int (*bind_value)(duckdb_prepared_statement, idx_t, duckdb_value);
+	int (*execute_prepared)(duckdb_prepared_statement, duckdb_result *);
+	duckdb_logical_type (*create_logical_type)(int);
+	void (*destroy_logical_type)(duckdb_logical_type *);
+	duckdb_value (*create_int32)(int32_t);
+	duckdb_value (*create_list_value)(duckdb_logical_type, duckdb_value *, idx_t);
+	void (*destroy_value)(duckdb_value *);
+	int (*arrow_scan)(duckdb_connection, const char *, void *);
+	const char *(*library_version)(void);
+
+	duckdb_database db;
+	char error[512];	/* the last failure, one line */
+};
+
+/*
+ * Load the engine at @path, with the Python library at @libpython providing
+ * the symbols the module refers to (no interpreter is started), and start
+ * an in-memory instance that loads no extension of its own accord. 0, or -1
+ * with the reason in e->error.
+ */
+int tv_engine_open(struct tv_engine *e, const char *libpython, const char *path);
+/* A new connection to the instance; NULL with the reason in e->error. */
+duckdb_connection tv_engine_connect(struct tv_engine *e);
+
+/* Run @sql (one or several statements); 0, or -1 with DuckDB's words in e->error. */
+int tv_exec(struct tv_engine *e, duckdb_connection con, const char *sql);
+/* The first column of @sql's first row as an integer in @out; 0, or -1. */
+int tv_exec_int(struct tv_engine *e, duckdb_connection con, const char *sql, int64_t *out);
+
+/* A prepared statement with named or numbered parameters bound by name. */
+struct tv_stmt {
+	struct tv_engine *e;
+	duckdb_prepared_statement p;
+	int failed;
+};
+
+int tv_prepare(struct tv_engine *e, duckdb_connection con, const char *sql,
+	       struct tv_stmt *s);
+/* Bind @name ("capture_id", or "1" for $1); a failure is kept for tv_run(). */
+void tv_bind_int(struct tv_stmt *s, const char *name, int64_t v);
+void tv_bind_double(struct tv_stmt *s, const char *name, double v);
+void tv_bind_bool(struct tv_stmt *s, const char *name, int v);
+void tv_bind_text(struct tv_stmt *s, const char *name, const char *v);
+void tv_bind_null(struct tv_stmt *s, const char *name);
+void tv_bind_int_list(struct tv_stmt *s, const char *name, const int32_t *v, int n);
+/* Execute, the result in @res if given (destroy it after); 0, or -1. Frees the statement. */
+int tv_run(struct tv_stmt *s, duckdb_result *res);
+
+/* Read @stream's table as view @name of @con's default database; 0, or -1. */
+int tv_register(struct tv_engine *e, duckdb_connection con, const char *name, void *stream);
+
+/* The text of tcpvar's SQL file @rel under @root, malloc'd; NULL if unreadable. */
+char *tv_read_file(const char *root, const char *rel, size_t *len);
+
+#endif

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * table.c - the plain table of a capture's connections that `tcpvar
+ * analyze` prints into a pipe (table.h): report/tables.py's
+ * connections_lines(), from the rows the Python front end reads for it
+ * (analyzers/connections.py, brief), a batch at a time, each column as wide
+ * as its widest cell so far, as report/tables.py lays out a few connections
+ * and analyzers/sql/connection_lines.sql the rest.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "table.h"
+
+#define BATCH 50000		/* connections a query (analyzers/connections.py) */
+#define COLUMNS 14
+#define CELL 64
+
+/* report/tables.py's CONN_COLUMNS: heading, its width in characters, left-aligned */
+static const struct {
+	const char *text;
+	int width, left;
+} heading[COLUMNS] = {
+	{"#", 1, 0}, {"from \u2192 to", 9, 1}, {"pkts", 4, 0}, {"data pkts", 9, 0},
+	{"data bytes", 10, 0}, {"unique", 6, 0}, {"rexmit pkts", 11, 0},
+	{"rexmit bytes", 12, 0}, {"ooo", 3, 0}, {"dupacks", 7, 0}, {"RTO/fast", 8, 0},
+	{"RTT avg ms (n)", 14, 0}, {"throughput", 10, 0}, {"goodput", 7, 0},
+};
+
+/* the columns of the brief rows, in analyzers/connections.py's SUMMARY_STATS */
+static const char *const brief =
+	"SELECT conn, dir, ip_version, a_addr, a_port, b_addr, b_port, packets, data_packets, "
+	"data_bytes, unique_bytes, retransmitted_packets, retransmitted_bytes, "
+	"out_of_order_packets, duplicate_acks, rto_events, fast_retransmits, rtt_avg_ms, "
+	"rtt_samples, throughput_bps, goodput_bps FROM (%s)";
+enum { B_CONN, B_DIR, B_VER, B_A, B_APORT, B_B, B_BPORT, B_PKTS, B_DPKTS, B_DBYTES,
+	B_UNIQUE, B_RPKTS, B_RBYTES, B_OOO, B_DUPACKS, B_RTO, B_FAST, B_RTT, B_RTTN,
+	B_TPUT, B_GPUT };
+
+/* characters, not bytes: "→" is one */
+static int chars(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += (*s & 0xc0) != 0x80;
+	return n;
+}
+
+static void print_heading(FILE *out, const char *path, long count, const int32_t *w)
+{
+	char line[1024];
+	int i, n = 0, end = 0;
+
+	fprintf(out, "%s: %ld TCP connections\n\n", path, count);
+	for (i = 0; i < COLUMNS; i++) {
+		int pad = w[i] - heading[i].width;
+
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s%*s%s%*s", i ? "  " : "",
+			      heading[i].left ? 0 : pad, "", heading[i].text,
+			      heading[i].left ? pad : 0, "");
+		if (!heading[i].left || !pad)
+			end = n;	/* the line ends without spaces (rstrip) */
+	}
+	fprintf(out, "%.*s\n", end, line);
+	for (i = 0; i < COLUMNS; i++) {
+		fputs(i ? "  " : "", out);
+		for (n = 0; n < w[i]; n++)
+			fputc('-', out);
+	}
+	fputc('\n', out);
+}
+
+/* A batch's lines, under the heading for the first (connections_lines()) */
+static void print_lines(FILE *out, struct tv_table *t, int batch, const int32_t *w,
+			char **lines, size_t n)
+{
+	size_t r;
+
+	if (!batch)
+		print_heading(out, t->path, t->count, w);
+	else
+		fputc('\n', out);
+	for (r = 0; r < n; r++)
+		fprintf(out, "%s\n%s", lines[r], r % 2 && r + 1 < n ? "\n" : "");
+}
+
+/* report.tables.si(): 3 significant digits with an SI prefix; "-" for NULL */
+static void si(duckdb_result *res, struct tv_engine *e, idx_t col, idx_t row, const char *unit,
+	       char *out)
+{
+	double v, size;
+
+	if (e->value_is_null(res, col, row)) {
+		strcpy(out, "-");
+		return;
+	}
+	v = e->value_double(res, col, row);
+	size = fabs(v);
+	if (size >= 1e9)
+		snprintf(out, CELL, "%.3g G%s", v / 1e9, unit);
+	else if (size >= 1e6)
+		snprintf(out, CELL, "%.3g M%s", v / 1e6, unit);
+	else if (size >= 1e3)
+		snprintf(out, CELL, "%.3g k%s", v / 1e3, unit);
+	else if (*unit)
+		snprintf(out, CELL, "%.3g %s", v, unit);
+	else
+		snprintf(out, CELL, "%.3g", v);
+}
+
+/* report.tables.integer(): a count as it is; "-" for NULL */
+static void integer(duckdb_result *res, struct tv_engine *e, idx_t col, idx_t row, char *out)
+{
+	char *v = e->value_is_null(res, col, row) ? NULL : e->value_varchar(res, col, row);
+
+	snprintf(out, CELL, "%s", v ? v : "-");
+	e->free(v);
+}
+
+/* analyzers.connections.endpoint() */
+static void endpoint(duckdb_result *res, struct tv_engine *e, idx_t addr, idx_t port, idx_t row,
+		     char *out)
+{
+	char *a = e->value_varchar(res, addr, row);
+
+	if (e->value_int64(res, B_VER, row) == 6)
+		snprintf(out, CELL, "[%s]:%lld", a ? a : "", (long long)e->value_int64(res, port, row));
+	else
+		snprintf(out, CELL, "%s:%lld", a ? a : "", (long long)e->value_int64(res, port, row));
+	e->free(a);
+}
+
+static void cells(duckdb_result *res, struct tv_engine *e, idx_t row, char c[COLUMNS][3 * CELL])
+{
+	char a[CELL], b[CELL], x[CELL], y[CELL];
+	int a2b = e->value_int64(res, B_DIR, row) == 0;
+
+	if (a2b)
+		snprintf(c[0], CELL, "%lld", (long long)e->value_int64(res, B_CONN, row));
+	else
+		c[0][0] = 0;
+	endpoint(res, e, B_A, B_APORT, row, a);
+	endpoint(res, e, B_B, B_BPORT, row, b);
+	snprintf(c[1], 3 * CELL, "%s \u2192 %s", a2b ? a : b, a2b ? b : a);
+	integer(res, e, B_PKTS, row, c[2]);
+	integer(res, e, B_DPKTS, row, c[3]);
+	si(res, e, B_DBYTES, row, "B", c[4]);
+	si(res, e, B_UNIQUE, row, "B", c[5]);
+	integer(res, e, B_RPKTS, row, c[6]);
+	si(res, e, B_RBYTES, row, "B", c[7]);
+	integer(res, e, B_OOO, row, c[8]);
+	integer(res, e, B_DUPACKS, row, c[9]);
+	integer(res, e, B_RTO, row, x);
+	integer(res, e, B_FAST, row, y);
+	snprintf(c[10], 3 * CELL, "%s/%s", x, y);
+	if (e->value_is_null(res, B_RTT, row))
+		strcpy(x, "-");
+	else
+		snprintf(x, CELL, "%.1f", e->value_double(res, B_RTT, row));
+	integer(res, e, B_RTTN, row, y);
+	snprintf(c[11], 3 * CELL, "%s (%s)", x, y);
+	si(res, e, B_TPUT, row, "bit/s", c[12]);
+	si(res, e, B_GPUT, row, "bit/s", c[13]);
+}
+
+/* Connections @first..@last laid out, each column at least @w wide (widened) */
+static int batch(struct tv_table *t, const char *sql, int64_t first, int64_t last, int32_t *w,
+		 int *batches, FILE *out)
+{
+	struct tv_engine *e = t->e;
+	char (*c)[COLUMNS][3 * CELL] = NULL, **lines = NULL;
+	duckdb_result res;
+	struct tv_stmt st;
+	idx_t r, n;
+	int i, rc = -1;
+
+	if (tv_prepare(e, t->con, sql, &st))
+		return -1;
+	tv_bind_int(&st, "capture_id", t->capture_id);
+	tv_bind_int(&st, "first_conn", first);
+	tv_bind_int(&st, "last_conn", last);
+	if (tv_run(&st, &res))
+		return -1;
+	n = e->row_count(&res);
+	c = calloc(n ? n : 1, sizeof(*c));
+	lines = calloc(n ? n : 1, sizeof(*lines));
+	for (r = 0; c && r < n; r++) {
+		cells(&res, e, r, c[r]);
+		for (i = 0; i < COLUMNS; i++)
+			if (chars(c[r][i]) > w[i])
+				w[i] = chars(c[r][i]);
+	}
+	for (r = 0; c && lines && r < n; r++) {
+		char line[COLUMNS * (3 * CELL + 64)];
+		int at = 0;
+
+		for (i = 0; i < COLUMNS; i++) {
+			int pad = w[i] - chars(c[r][i]);
+
+			at += snprintf(line + at, sizeof(line) - (size_t)at, "%s%*s%s%*s",
+				       i ? "  " : "", heading[i].left ? 0 : pad, "", c[r][i],
+				       heading[i].left ? pad : 0, "");
+		}
+		while (at > 0 && line[at - 1] == ' ')
+			at--;
+		line[at] = 0;
+		lines[r] = strdup(line);
+		if (!lines[r])
+			break;
+	}
+	if (c && lines && r == n) {
+		if (n)
+			print_lines(out, t, (*batches)++, w, lines, n);
+		rc = 0;
+	}
+	for (r = 0; lines && r < n; r++)
+		free(lines[r]);
+	free(lines);
+	free(c);
+	e->destroy_result(&res);
+	return rc;
+}
+
+int tv_table_print(struct tv_table *t, FILE *out)
+{
+	char *conns = tv_read_file(t->root, "analyzers/sql/connections.sql", NULL), *sql;
+	int64_t top = 0, first;
+	int32_t w[COLUMNS];
+	int i, batches = 0, rc = 0;
+
+	if (!conns)
+		return -1;
+	sql = malloc(strlen(brief) + strlen(conns));
+	if (sql)
+		sprintf(sql, brief, conns);
+	free(conns);
+	if (!sql || tv_exec_int(t->e, t->con, "SELECT max(conn) FROM connections", &top)) {
+		free(sql);
+		return -1;
+	}
+	for (i = 0; i < COLUMNS; i++)
+		w[i] = heading[i].width;
+	/* a batch at a time, as analyzers/connections.py reads them: memory stays flat */
+	for (first = 1; first <= top && !rc; first += BATCH)
+		if (batch(t, sql, first, first + BATCH - 1, w, &batches, out))
+			rc = batches ? -2 : -1;
+	free(sql);
+	return rc;
+}
