@@ -58,12 +58,15 @@ if ! grep -rqs '^Types: *deb-src' /etc/apt/sources.list.d/ &&
 	$SUDO apt-get update -q
 fi
 
-echo "== tcpvar in .venv, with its Python dependencies and C extension"
+echo "== tcpvar in .venv, with its Python dependencies and C extension, and its native front end"
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[test,spark]'
-$SUDO ln -sf "$(pwd)/.venv/bin/tcpvar" /usr/local/bin/tcpvar
-echo "tcpvar installed: $(command -v tcpvar) -> $(pwd)/.venv"
+# the command: `tcpvar analyze` of one capture into a new store runs natively,
+# everything else goes on to the Python command (cli/native/analyze.c)
+make -s -C cli/native PYTHON="$(pwd)/.venv/bin/python"
+$SUDO ln -sf "$(pwd)/cli/native/tcpvar" /usr/local/bin/tcpvar
+echo "tcpvar installed: $(command -v tcpvar) -> $(pwd)/cli/native/tcpvar, $(pwd)/.venv"
 
 echo "== tcpvar doctor"
 tcpvar doctor

@@ -290,6 +290,11 @@ def remove_store(db: Path) -> None:
 def find_tcpvar(opt: str | None) -> list[str]:
     if opt:
         return [opt]
+    # the command bootstrap.sh installs: the native front end, which hands
+    # what it does not do to the console script
+    native = HERE.parent / "cli" / "native" / "tcpvar"
+    if native.exists():
+        return [str(native)]
     # the console script next to this interpreter (skips pyenv's shell-script shim)
     sib = Path(sys.executable).parent / "tcpvar"
     if sib.exists():
