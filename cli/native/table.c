@@ -2,10 +2,10 @@
 /*
  * table.c - the plain table of a capture's connections that `tcpvar
  * analyze` prints into a pipe (table.h): report/tables.py's
- * connections_lines(), from the rows the Python front end reads for it
- * (analyzers/connections.py, brief), a batch at a time, each column as wide
- * as its widest cell so far, as report/tables.py lays out a few connections
- * and analyzers/sql/connection_lines.sql the rest.
+ * connections_lines(), a batch at a time, each column as wide as its
+ * widest cell so far: laid out here from the rows the Python front end
+ * reads for it (analyzers/connections.py, brief) as report/tables.py lays
+ * them out, or by DuckDB (analyzers/sql/connection_lines.sql) for many.
  */
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +15,12 @@
 #include "table.h"
 
 #define BATCH 50000		/* connections a query (analyzers/connections.py) */
+/*
+ * Fewer are laid out here, from the rows DuckDB returns one value at a
+ * time; DuckDB lays out more (in Python the line is at 500: its layout is
+ * slower than DuckDB's beyond; here, reading the values is).
+ */
+#define LAID_OUT_HERE 10000
 #define COLUMNS 14
 #define CELL 64
 
@@ -71,20 +77,6 @@ static void print_heading(FILE *out, const char *path, long count, const int32_t
 			fputc('-', out);
 	}
 	fputc('\n', out);
-}
-
-/* A batch's lines, under the heading for the first (connections_lines()) */
-static void print_lines(FILE *out, struct tv_table *t, int batch, const int32_t *w,
-			char **lines, size_t n)
-{
-	size_t r;
-
-	if (!batch)
-		print_heading(out, t->path, t->count, w);
-	else
-		fputc('\n', out);
-	for (r = 0; r < n; r++)
-		fprintf(out, "%s\n%s", lines[r], r % 2 && r + 1 < n ? "\n" : "");
 }
 
 /* report.tables.si(): 3 significant digits with an SI prefix; "-" for NULL */
@@ -166,16 +158,46 @@ static void cells(duckdb_result *res, struct tv_engine *e, idx_t row, char c[COL
 	si(res, e, B_GPUT, row, "bit/s", c[13]);
 }
 
-/* Connections @first..@last laid out, each column at least @w wide (widened) */
-static int batch(struct tv_table *t, const char *sql, int64_t first, int64_t last, int32_t *w,
-		 int *batches, FILE *out)
+/* One line of cells, each column padded to its width, no spaces at the end */
+static void print_line(FILE *out, char c[COLUMNS][3 * CELL], const int32_t *w)
+{
+	char line[COLUMNS * (3 * CELL + 64)];
+	int i, at = 0;
+
+	for (i = 0; i < COLUMNS; i++) {
+		int pad = w[i] - chars(c[i]);
+
+		at += snprintf(line + at, sizeof(line) - (size_t)at, "%s%*s%s%*s", i ? "  " : "",
+			       heading[i].left ? 0 : pad, "", c[i], heading[i].left ? pad : 0, "");
+	}
+	while (at > 0 && line[at - 1] == ' ')
+		at--;
+	fprintf(out, "%.*s\n", at, line);
+}
+
+/* Before a batch's lines: the heading for the first, a blank line for the others */
+static void begin_batch(FILE *out, struct tv_table *t, int batch, const int32_t *w)
+{
+	if (!batch)
+		print_heading(out, t->path, t->count, w);
+	else
+		fputc('\n', out);
+}
+
+/*
+ * Connections @first..@last laid out here from the brief rows, each column
+ * at least @w wide (widened): the cells once for the widths, again for the
+ * lines, so that memory holds DuckDB's rows only.
+ */
+static int laid_out_here(struct tv_table *t, const char *sql, int64_t first, int64_t last,
+			 int32_t *w, int *batches, FILE *out)
 {
 	struct tv_engine *e = t->e;
-	char (*c)[COLUMNS][3 * CELL] = NULL, **lines = NULL;
+	char c[COLUMNS][3 * CELL];
 	duckdb_result res;
 	struct tv_stmt st;
 	idx_t r, n;
-	int i, rc = -1;
+	int i;
 
 	if (tv_prepare(e, t->con, sql, &st))
 		return -1;
@@ -185,58 +207,85 @@ static int batch(struct tv_table *t, const char *sql, int64_t first, int64_t las
 	if (tv_run(&st, &res))
 		return -1;
 	n = e->row_count(&res);
-	c = calloc(n ? n : 1, sizeof(*c));
-	lines = calloc(n ? n : 1, sizeof(*lines));
-	for (r = 0; c && r < n; r++) {
-		cells(&res, e, r, c[r]);
+	for (r = 0; r < n; r++) {
+		cells(&res, e, r, c);
 		for (i = 0; i < COLUMNS; i++)
-			if (chars(c[r][i]) > w[i])
-				w[i] = chars(c[r][i]);
+			if (chars(c[i]) > w[i])
+				w[i] = chars(c[i]);
 	}
-	for (r = 0; c && lines && r < n; r++) {
-		char line[COLUMNS * (3 * CELL + 64)];
-		int at = 0;
-
-		for (i = 0; i < COLUMNS; i++) {
-			int pad = w[i] - chars(c[r][i]);
-
-			at += snprintf(line + at, sizeof(line) - (size_t)at, "%s%*s%s%*s",
-				       i ? "  " : "", heading[i].left ? 0 : pad, "", c[r][i],
-				       heading[i].left ? pad : 0, "");
-		}
-		while (at > 0 && line[at - 1] == ' ')
-			at--;
-		line[at] = 0;
-		lines[r] = strdup(line);
-		if (!lines[r])
-			break;
+	if (n)
+		begin_batch(out, t, (*batches)++, w);
+	for (r = 0; r < n; r++) {
+		cells(&res, e, r, c);
+		print_line(out, c, w);
+		if (r % 2 && r + 1 < n)
+			fputc('\n', out);
 	}
-	if (c && lines && r == n) {
-		if (n)
-			print_lines(out, t, (*batches)++, w, lines, n);
-		rc = 0;
-	}
-	for (r = 0; lines && r < n; r++)
-		free(lines[r]);
-	free(lines);
-	free(c);
 	e->destroy_result(&res);
-	return rc;
+	return 0;
+}
+
+/* The same laid out by DuckDB (analyzers/sql/connection_lines.sql) */
+static int laid_out_by_duckdb(struct tv_table *t, const char *sql, int64_t first, int64_t last,
+			      int32_t *w, int *batches, FILE *out)
+{
+	struct tv_engine *e = t->e;
+	duckdb_result res;
+	struct tv_stmt st;
+	idx_t r, n;
+	int i;
+
+	if (tv_prepare(e, t->con, sql, &st))
+		return -1;
+	tv_bind_int(&st, "capture_id", t->capture_id);
+	tv_bind_int(&st, "first_conn", first);
+	tv_bind_int(&st, "last_conn", last);
+	tv_bind_int_list(&st, "widths", w, COLUMNS);
+	if (tv_run(&st, &res))
+		return -1;
+	n = e->row_count(&res);
+	for (i = 0; n && i < COLUMNS; i++)
+		w[i] = (int32_t)e->value_int64(&res, (idx_t)i + 1, 0);
+	if (n)
+		begin_batch(out, t, (*batches)++, w);
+	for (r = 0; r < n; r++) {
+		char *line = e->value_varchar(&res, 0, r);
+
+		fprintf(out, "%s\n%s", line ? line : "", r % 2 && r + 1 < n ? "\n" : "");
+		e->free(line);
+	}
+	e->destroy_result(&res);
+	return 0;
+}
+
+/* The SQL of the rows laid out here, or of the lines DuckDB lays out */
+static char *table_sql(struct tv_table *t, int here)
+{
+	char *conns, *sql;
+
+	if (!here) {
+		char *macros = tv_read_file(t->root, "analyzers/sql/text_macros.sql", NULL);
+		int rc = macros ? tv_exec(t->e, t->con, macros) : -1;
+
+		free(macros);
+		return rc ? NULL : tv_read_file(t->root, "analyzers/sql/connection_lines.sql", NULL);
+	}
+	conns = tv_read_file(t->root, "analyzers/sql/connections.sql", NULL);
+	sql = conns ? malloc(strlen(brief) + strlen(conns)) : NULL;
+	if (sql)
+		sprintf(sql, brief, conns);
+	free(conns);
+	return sql;
 }
 
 int tv_table_print(struct tv_table *t, FILE *out)
 {
-	char *conns = tv_read_file(t->root, "analyzers/sql/connections.sql", NULL), *sql;
+	int here = t->count <= LAID_OUT_HERE;
+	char *sql = table_sql(t, here);
 	int64_t top = 0, first;
 	int32_t w[COLUMNS];
 	int i, batches = 0, rc = 0;
 
-	if (!conns)
-		return -1;
-	sql = malloc(strlen(brief) + strlen(conns));
-	if (sql)
-		sprintf(sql, brief, conns);
-	free(conns);
 	if (!sql || tv_exec_int(t->e, t->con, "SELECT max(conn) FROM connections", &top)) {
 		free(sql);
 		return -1;
@@ -245,7 +294,8 @@ int tv_table_print(struct tv_table *t, FILE *out)
 		w[i] = heading[i].width;
 	/* a batch at a time, as analyzers/connections.py reads them: memory stays flat */
 	for (first = 1; first <= top && !rc; first += BATCH)
-		if (batch(t, sql, first, first + BATCH - 1, w, &batches, out))
+		if ((here ? laid_out_here : laid_out_by_duckdb)(t, sql, first, first + BATCH - 1, w,
+								 &batches, out))
 			rc = batches ? -2 : -1;
 	free(sql);
 	return rc;
