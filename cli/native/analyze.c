@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	static struct tv_engine e;
 	static struct tv_store s;
 	static struct tv_load l;
-	struct tv_table table;
+	struct tv_table table = {0};
 	const char *version, *why;
 	struct command c;
 	int printed;
@@ -170,9 +170,15 @@ int main(int argc, char **argv)
 			 TV_DUCKDB_VERSION);
 		goto fail;
 	}
-	if (tv_store_attach(&s, &e) || tv_load_run(&l, &s) || tv_interrupted)
+	if (tv_store_attach(&s, &e))
 		goto fail;
-	table = (struct tv_table){&e, s.con, TV_ROOT, l.resolved, l.capture_id, l.connections};
+	/* the statements planned while the scan goes on: its end has less to do */
+	table = (struct tv_table){.e = &e, .con = s.con, .root = TV_ROOT, .path = l.resolved};
+	if (tv_load_plan(&l, &s) || tv_table_plan(&table) || tv_load_run(&l, &s) ||
+	    tv_interrupted)
+		goto fail;
+	table.capture_id = l.capture_id;
+	table.count = l.connections;
 	printed = tv_table_print(&table, stdout);
 	if (printed == -1)
 		goto fail;
@@ -193,6 +199,7 @@ int main(int argc, char **argv)
 	}
 	return 0;
 fail:
+	tv_unprepare(&table.brief);
 	tv_load_end(&l);
 	tv_store_remove(&s);
 	if (tv_interrupted) {

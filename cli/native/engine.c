@@ -232,7 +232,7 @@ void tv_bind_int_list(struct tv_stmt *s, const char *name, const int32_t *v, int
 	e->destroy_logical_type(&type);
 }
 
-int tv_run(struct tv_stmt *s, duckdb_result *out)
+int tv_execute(struct tv_stmt *s, duckdb_result *out)
 {
 	struct tv_engine *e = s->e;
 	duckdb_result res;
@@ -248,7 +248,21 @@ int tv_run(struct tv_stmt *s, duckdb_result *out)
 		else
 			e->destroy_result(&res);
 	}
-	e->destroy_prepare(&s->p);
+	return rc;
+}
+
+void tv_unprepare(struct tv_stmt *s)
+{
+	if (s->e)
+		s->e->destroy_prepare(&s->p);
+	s->e = NULL;
+}
+
+int tv_run(struct tv_stmt *s, duckdb_result *out)
+{
+	int rc = tv_execute(s, out);
+
+	tv_unprepare(s);
 	return rc;
 }
 

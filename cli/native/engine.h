@@ -99,7 +99,11 @@ void tv_bind_bool(struct tv_stmt *s, const char *name, int v);
 void tv_bind_text(struct tv_stmt *s, const char *name, const char *v);
 void tv_bind_null(struct tv_stmt *s, const char *name);
 void tv_bind_int_list(struct tv_stmt *s, const char *name, const int32_t *v, int n);
-/* Execute, the result in @res if given (destroy it after); 0, or -1. Frees the statement. */
+/* Execute, the result in @res if given (destroy it after); 0, or -1. */
+int tv_execute(struct tv_stmt *s, duckdb_result *res);
+/* Free the statement (again: nothing). */
+void tv_unprepare(struct tv_stmt *s);
+/* tv_execute(), then tv_unprepare(). */
 int tv_run(struct tv_stmt *s, duckdb_result *res);
 
 /* Read @stream's table as view @name of @con's default database; 0, or -1. */

@@ -165,6 +165,7 @@ int tv_load_start(struct tv_load *l)
 void tv_load_end(struct tv_load *l)
 {
 	struct tv_handed it;
+	int i;
 
 	if (!l->started)
 		return;
@@ -183,6 +184,8 @@ void tv_load_end(struct tv_load *l)
 	free(l->copies);
 	free(l->warning);
 	l->started = 0;
+	for (i = 0; i < 4; i++)
+		tv_unprepare(&l->planned[i]);
 }
 
 /* ---- the segment writers ---- */
@@ -310,91 +313,101 @@ static char *sql_file(struct tv_load *l, struct tv_store *s, const char *rel)
 	return text;
 }
 
-/* Run SQL file @rel with $1 = the capture's id */
-static int run_for_capture(struct tv_load *l, struct tv_store *s, duckdb_connection con,
-			   const char *rel)
-{
-	struct tv_stmt st;
-	char *sql = sql_file(l, s, rel);
-	int rc;
-
-	if (!sql)
-		return -1;
-	rc = tv_prepare(s->e, con, sql, &st);
-	free(sql);
-	if (rc)
-		return fail(l, "%s", s->e->error);
-	tv_bind_int(&st, "1", l->capture_id);
-	if (tv_run(&st, NULL))
-		return fail(l, "%s", s->e->error);
-	return 0;
-}
-
 /*
- * The scanner's tables as temporary tables @names of @con, taking them.
- * DuckDB's Arrow scan of the C API reads a stream as if it held only the
- * columns a query asks for (an INSERT of some of them read the wrong
- * ones): each is copied whole, from a view of the side connection.
+ * The scanner's table @t into the temporary table @name of @con, made by
+ * the first copy (@make) and emptied before the others. DuckDB's Arrow scan
+ * of the C API reads a stream as if it held only the columns a query asks
+ * for (an INSERT of some of them read the wrong ones): each is copied whole,
+ * from a view the side connection makes of it, into a table the statements
+ * prepared for it read.
  */
-static int register_tables(struct tv_load *l, struct tv_store *s, duckdb_connection con,
-			   const char *const *names, struct tv_arrow_table **tables, int n)
+static int copy_table(struct tv_load *l, struct tv_store *s, duckdb_connection con,
+		      const char *name, struct tv_arrow_table *t, int make)
 {
-	struct ArrowArrayStream stream;
-	char view[64], sql[256];
-	int i, rc = 0;
+	struct ArrowArrayStream stream = {0};
+	char sql[256];
+	int rc = 0;
 
-	for (i = 0; i < n; i++) {
-		memset(&stream, 0, sizeof(stream));
-		snprintf(view, sizeof(view), "%s_arrow", names[i]);
-		snprintf(sql, sizeof(sql), "CREATE OR REPLACE TEMP TABLE %s AS FROM memory.main.%s",
-			 names[i], view);
-		if (!rc && tv_arrow_stream(tables[i], &stream) < 0)
-			rc = fail(l, "out of memory");
-		else if (!rc && (tv_register(s->e, s->side, view, &stream) ||
-				 tv_exec(s->e, con, sql)))
+	if (make)
+		snprintf(sql, sizeof(sql), "CREATE OR REPLACE TEMP TABLE %s AS "
+			 "FROM memory.main.%s_arrow", name, name);
+	else
+		snprintf(sql, sizeof(sql), "DELETE FROM %s; INSERT INTO %s "
+			 "FROM memory.main.%s_arrow", name, name, name);
+	if (tv_arrow_stream(t, &stream) < 0) {
+		rc = fail(l, "out of memory");
+	} else {
+		char view[64];
+
+		snprintf(view, sizeof(view), "%s_arrow", name);
+		if (tv_register(s->e, s->side, view, &stream) || tv_exec(s->e, con, sql))
 			rc = fail(l, "%s", s->e->error);
 		snprintf(sql, sizeof(sql), "DROP VIEW IF EXISTS %s", view);
 		tv_exec(s->e, s->side, sql);
-		if (stream.release)
-			stream.release(&stream);
-		tv_arrow_put(tables[i]);
+		stream.release(&stream);
+	}
+	tv_arrow_put(t);
+	return rc;
+}
+
+static const char *const capture_tables[] = {"_tv_conns", "_tv_stats", "_tv_events"};
+static const char *const planned_files[] = {
+	"ingest/sql/capture_connections.sql", "ingest/sql/capture_counters.sql",
+	"ingest/sql/capture_events.sql", "ingest/sql/capture_complete.sql",
+};
+enum { P_CONNS, P_COUNTERS, P_EVENTS, P_COMPLETE };
+
+int tv_load_plan(struct tv_load *l, struct tv_store *s)
+{
+	struct tv_flow_opts none = {0};
+	struct tv_arrow_table *t[3] = {NULL, NULL, NULL};
+	struct tv_flows *f = tv_flows_new(&none);
+	int i, rc = 0;
+
+	/* the scanner's tables, empty, for the statements to be planned against */
+	if (!f || tv_conn_tables(NULL, 0, &t[0], &t[1]) || !(t[2] = tv_events_table(f)))
+		rc = fail(l, "out of memory");
+	if (f)
+		tv_flows_free(f);
+	for (i = 0; i < 3; i++)
+		if (t[i] && (rc || copy_table(l, s, s->con, capture_tables[i], t[i], 1)))
+			rc = -1;
+	for (i = 0; i < 4 && !rc; i++) {
+		char *sql = sql_file(l, s, planned_files[i]);
+
+		if (!sql || tv_prepare(s->e, s->con, sql, &l->planned[i]))
+			rc = l->error[0] ? -1 : fail(l, "%s", s->e->error);
+		free(sql);
 	}
 	return rc;
 }
 
-static void unregister(struct tv_store *s, duckdb_connection con, const char *const *names,
-		       int n)
+/* Planned statement @which for the capture: 0, or -1 */
+static int run_planned(struct tv_load *l, struct tv_store *s, int which)
 {
-	char sql[128];
-	int i;
-
-	for (i = 0; i < n; i++) {
-		snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s", names[i]);
-		tv_exec(s->e, con, sql);
-	}
+	tv_bind_int(&l->planned[which], "1", l->capture_id);
+	return tv_execute(&l->planned[which], NULL) ? fail(l, "%s", s->e->error) : 0;
 }
 
-static const char *const capture_views[] = {"_tv_conns", "_tv_stats", "_tv_events"};
-
-/* Connections and their counters, and @events unless NULL, in one transaction */
+/* Connections and their counters, and @events unless NULL, in a transaction begun here */
 static int insert_connections(struct tv_load *l, struct tv_store *s,
 			      struct tv_arrow_table *conns, struct tv_arrow_table *stats,
 			      struct tv_arrow_table *events)
 {
-	struct tv_arrow_table *tables[3] = {conns, stats, events};
-	int n = events ? 3 : 2;
-	int rc = register_tables(l, s, s->con, capture_views, tables, n);
+	int rc = copy_table(l, s, s->con, capture_tables[0], conns, 0);
 
+	rc |= copy_table(l, s, s->con, capture_tables[1], stats, 0);
+	if (events)
+		rc |= copy_table(l, s, s->con, capture_tables[2], events, 0);
 	if (!rc && tv_exec(s->e, s->con, "BEGIN TRANSACTION"))
 		rc = fail(l, "%s", s->e->error);
 	if (!rc)
-		rc = run_for_capture(l, s, s->con, "ingest/sql/capture_connections.sql");
+		rc = run_planned(l, s, P_CONNS);
 	if (!rc)
-		rc = run_for_capture(l, s, s->con, "ingest/sql/capture_counters.sql");
+		rc = run_planned(l, s, P_COUNTERS);
 	if (!rc && events)
-		rc = run_for_capture(l, s, s->con, "ingest/sql/capture_events.sql");
-	unregister(s, s->con, capture_views, n);
-	return rc;
+		rc = run_planned(l, s, P_EVENTS);
+	return rc ? -1 : 0;
 }
 
 /* Connections retired during the scan, in a transaction of their own */
@@ -559,7 +572,7 @@ static int series_start(struct tv_load *l, struct tv_store *s, struct series *se
 		return fail(l, "cannot start the throughput series");
 	if (se->from_scan) {
 		t = tv_series_table(&l->scan.series);
-		if (!t || register_tables(l, s, se->con, (const char *const[]){"tv_sums"}, &t, 1)) {
+		if (!t || copy_table(l, s, se->con, "tv_sums", t, 1)) {
 			s->e->disconnect(&se->con);
 			return l->error[0] ? -1 : fail(l, "out of memory");
 		}
@@ -668,34 +681,25 @@ static int update_capture(struct tv_load *l, struct tv_store *s, int with_series
 			  int truncated)
 {
 	const char *link = pcap_datalink_val_to_name(l->scan.dlt);
-	char *sql = sql_file(l, s, "ingest/sql/capture_complete.sql");
-	struct tv_stmt st;
-	int rc;
+	struct tv_stmt *st = &l->planned[P_COMPLETE];
 
-	if (!sql)
-		return -1;
-	rc = tv_prepare(s->e, s->con, sql, &st);
-	free(sql);
-	if (rc)
-		return fail(l, "%s", s->e->error);
-	tv_bind_int(&st, "1", l->capture_id);
-	tv_bind_int(&st, "2", l->scan.dlt);
-	tv_bind_text(&st, "3", link ? link : "unknown");
-	tv_bind_int(&st, "4", (int64_t)l->scan.frames);
-	tv_bind_int(&st, "5", (int64_t)l->scan.tcp);
-	tv_bind_int(&st, "6", (int64_t)l->scan.not_tcp);
-	tv_bind_int(&st, "7", (int64_t)l->scan.fragments);
-	tv_bind_int(&st, "8", (int64_t)l->scan.too_short);
-	tv_bind_int(&st, "9", (int64_t)l->scan.malformed);
-	tv_bind_int(&st, "10", (int64_t)l->scan.first_ns);
-	tv_bind_int(&st, "11", (int64_t)l->scan.last_ns);
-	tv_bind_bool(&st, "12", truncated);
-	tv_bind_text(&st, "13", l->warning);
+	tv_bind_int(st, "2", l->scan.dlt);
+	tv_bind_text(st, "3", link ? link : "unknown");
+	tv_bind_int(st, "4", (int64_t)l->scan.frames);
+	tv_bind_int(st, "5", (int64_t)l->scan.tcp);
+	tv_bind_int(st, "6", (int64_t)l->scan.not_tcp);
+	tv_bind_int(st, "7", (int64_t)l->scan.fragments);
+	tv_bind_int(st, "8", (int64_t)l->scan.too_short);
+	tv_bind_int(st, "9", (int64_t)l->scan.malformed);
+	tv_bind_int(st, "10", (int64_t)l->scan.first_ns);
+	tv_bind_int(st, "11", (int64_t)l->scan.last_ns);
+	tv_bind_bool(st, "12", truncated);
+	tv_bind_text(st, "13", l->warning);
 	if (with_series)
-		tv_bind_double(&st, "14", l->interval_ms);
+		tv_bind_double(st, "14", l->interval_ms);
 	else
-		tv_bind_null(&st, "14");
-	return tv_run(&st, NULL) ? fail(l, "%s", s->e->error) : 0;
+		tv_bind_null(st, "14");
+	return run_planned(l, s, P_COMPLETE);
 }
 
 /* The live connections, the episodes and the capture's row, in one transaction */

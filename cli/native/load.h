@@ -49,6 +49,7 @@ struct tv_load {
 	int copies_failed;
 
 	int limited;			/* DuckDB's memory held down for the retired */
+	struct tv_stmt planned[4];	/* the capture's statements, planned while it is read */
 	long capture_id;
 	long connections;
 	char *warning;			/* the capture's, malloc'd; NULL when none */
@@ -60,7 +61,9 @@ extern volatile sig_atomic_t tv_interrupted;
 
 /* Open the capture and start reading it; 0, or -1 with l->error. */
 int tv_load_start(struct tv_load *l);
-/* Store it in @s (attached); 0, or -1 with l->error (the caller removes the store). */
+/* Plan its statements in @s (attached), while the scan goes on; 0, or -1 with l->error. */
+int tv_load_plan(struct tv_load *l, struct tv_store *s);
+/* Store it in @s (planned); 0, or -1 with l->error (the caller removes the store). */
 int tv_load_run(struct tv_load *l, struct tv_store *s);
 /* Stop reading, free what is left. */
 void tv_load_end(struct tv_load *l);

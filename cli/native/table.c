@@ -189,22 +189,19 @@ static void begin_batch(FILE *out, struct tv_table *t, int batch, const int32_t 
  * at least @w wide (widened): the cells once for the widths, again for the
  * lines, so that memory holds DuckDB's rows only.
  */
-static int laid_out_here(struct tv_table *t, const char *sql, int64_t first, int64_t last,
-			 int32_t *w, int *batches, FILE *out)
+static int laid_out_here(struct tv_table *t, int64_t first, int64_t last, int32_t *w,
+			 int *batches, FILE *out)
 {
 	struct tv_engine *e = t->e;
 	char c[COLUMNS][3 * CELL];
 	duckdb_result res;
-	struct tv_stmt st;
 	idx_t r, n;
 	int i;
 
-	if (tv_prepare(e, t->con, sql, &st))
-		return -1;
-	tv_bind_int(&st, "capture_id", t->capture_id);
-	tv_bind_int(&st, "first_conn", first);
-	tv_bind_int(&st, "last_conn", last);
-	if (tv_run(&st, &res))
+	tv_bind_int(&t->brief, "capture_id", t->capture_id);
+	tv_bind_int(&t->brief, "first_conn", first);
+	tv_bind_int(&t->brief, "last_conn", last);
+	if (tv_execute(&t->brief, &res))
 		return -1;
 	n = e->row_count(&res);
 	for (r = 0; r < n; r++) {
@@ -226,8 +223,8 @@ static int laid_out_here(struct tv_table *t, const char *sql, int64_t first, int
 }
 
 /* The same laid out by DuckDB (analyzers/sql/connection_lines.sql) */
-static int laid_out_by_duckdb(struct tv_table *t, const char *sql, int64_t first, int64_t last,
-			      int32_t *w, int *batches, FILE *out)
+static int laid_out_by_duckdb(struct tv_table *t, const char *sql, int64_t first,
+			      int64_t last, int32_t *w, int *batches, FILE *out)
 {
 	struct tv_engine *e = t->e;
 	duckdb_result res;
@@ -258,45 +255,55 @@ static int laid_out_by_duckdb(struct tv_table *t, const char *sql, int64_t first
 	return 0;
 }
 
-/* The SQL of the rows laid out here, or of the lines DuckDB lays out */
-static char *table_sql(struct tv_table *t, int here)
+int tv_table_plan(struct tv_table *t)
 {
-	char *conns, *sql;
+	char *conns = tv_read_file(t->root, "analyzers/sql/connections.sql", NULL);
+	char *sql = conns ? malloc(strlen(brief) + strlen(conns)) : NULL;
+	int rc = -1;
 
-	if (!here) {
-		char *macros = tv_read_file(t->root, "analyzers/sql/text_macros.sql", NULL);
-		int rc = macros ? tv_exec(t->e, t->con, macros) : -1;
-
-		free(macros);
-		return rc ? NULL : tv_read_file(t->root, "analyzers/sql/connection_lines.sql", NULL);
-	}
-	conns = tv_read_file(t->root, "analyzers/sql/connections.sql", NULL);
-	sql = conns ? malloc(strlen(brief) + strlen(conns)) : NULL;
-	if (sql)
+	if (sql) {
 		sprintf(sql, brief, conns);
+		rc = tv_prepare(t->e, t->con, sql, &t->brief);
+	}
 	free(conns);
-	return sql;
+	free(sql);
+	return rc;
+}
+
+/* The SQL of the lines DuckDB lays out, its macros made */
+static char *lines_sql(struct tv_table *t)
+{
+	char *macros = tv_read_file(t->root, "analyzers/sql/text_macros.sql", NULL);
+	int rc = macros ? tv_exec(t->e, t->con, macros) : -1;
+
+	free(macros);
+	return rc ? NULL : tv_read_file(t->root, "analyzers/sql/connection_lines.sql", NULL);
 }
 
 int tv_table_print(struct tv_table *t, FILE *out)
 {
 	int here = t->count <= LAID_OUT_HERE;
-	char *sql = table_sql(t, here);
+	char *sql = here ? NULL : lines_sql(t);
 	int64_t top = 0, first;
 	int32_t w[COLUMNS];
 	int i, batches = 0, rc = 0;
 
-	if (!sql || tv_exec_int(t->e, t->con, "SELECT max(conn) FROM connections", &top)) {
+	if ((!here && !sql) ||
+	    tv_exec_int(t->e, t->con, "SELECT max(conn) FROM connections", &top)) {
 		free(sql);
 		return -1;
 	}
 	for (i = 0; i < COLUMNS; i++)
 		w[i] = heading[i].width;
 	/* a batch at a time, as analyzers/connections.py reads them: memory stays flat */
-	for (first = 1; first <= top && !rc; first += BATCH)
-		if ((here ? laid_out_here : laid_out_by_duckdb)(t, sql, first, first + BATCH - 1, w,
-								 &batches, out))
+	for (first = 1; first <= top && !rc; first += BATCH) {
+		int64_t last = first + BATCH - 1;
+
+		if (here ? laid_out_here(t, first, last, w, &batches, out) :
+		    laid_out_by_duckdb(t, sql, first, last, w, &batches, out))
 			rc = batches ? -2 : -1;
+	}
 	free(sql);
+	tv_unprepare(&t->brief);
 	return rc;
 }
