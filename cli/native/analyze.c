@@ -192,12 +192,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (fflush(stdout))
-		return 1;
+		_exit(1);
 	if (tv_interrupted) {
 		fprintf(stderr, "tcpvar: error: interrupted\n");
-		return INTERRUPTED;
+		_exit(INTERRUPTED);
 	}
-	return 0;
+	/* DuckDB's instance and the engine's own teardown go with the process */
+	_exit(0);
 fail:
 	tv_unprepare(&table.brief);
 	tv_load_end(&l);

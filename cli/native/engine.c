@@ -64,10 +64,15 @@ static void set_error(struct tv_engine *e, const char *what, const char *why)
 
 int tv_engine_open(struct tv_engine *e, const char *libpython, const char *path)
 {
-	/* an instance need not know of extensions: a store never loads one */
+	/*
+	 * an instance need not know of extensions: a store never loads one; and
+	 * one thread, the caller's, while the scanner has the other core (a
+	 * capture of many connections gets them all back: load.c)
+	 */
 	static const char *const settings[][2] = {
 		{"autoinstall_known_extensions", "false"},
 		{"autoload_known_extensions", "false"},
+		{"threads", "1"},
 	};
 	duckdb_config config;
 	char *why = NULL;

@@ -29,39 +29,41 @@ typedef struct {
 #define DUCKDB_TYPE_INTEGER 4
 
 struct tv_engine {
-	int (*create_config)(duckdb_config *);
-	int (*set_config)(duckdb_config, const char *, const char *);
-	void (*destroy_config)(duckdb_config *);
-	int (*open_ext)(const char *, duckdb_database *, duckdb_config, char **);
-	int (*connect)(duckdb_database, duckdb_connection *);
-	void (*disconnect)(duckdb_connection *);
-	void (*close)(duckdb_database *);
-	int (*query)(duckdb_connection, const char *, duckdb_result *);
-	void (*destroy_result)(duckdb_result *);
-	const char *(*result_error)(duckdb_result *);
-	idx_t (*row_count)(duckdb_result *);
-	int64_t (*value_int64)(duckdb_result *, idx_t, idx_t);
-	double (*value_double)(duckdb_result *, idx_t, idx_t);
-	char *(*value_varchar)(duckdb_result *, idx_t, idx_t);
-	int (*value_is_null)(duckdb_result *, idx_t, idx_t);
-	void (*free)(void *);
-	int (*prepare)(duckdb_connection, const char *, duckdb_prepared_statement *);
-	const char *(*prepare_error)(duckdb_prepared_statement);
-	void (*destroy_prepare)(duckdb_prepared_statement *);
-	int (*bind_parameter_index)(duckdb_prepared_statement, idx_t *, const char *);
-	int (*bind_int64)(duckdb_prepared_statement, idx_t, int64_t);
-	int (*bind_double)(duckdb_prepared_statement, idx_t, double);
-	int (*bind_boolean)(duckdb_prepared_statement, idx_t, _Bool);
-	int (*bind_varchar)(duckdb_prepared_statement, idx_t, const char *);
-	int (*bind_null)(duckdb_prepared_statement, idx_t);
-	int (*bind_value)(duckdb_prepared_statement, idx_t, duckdb_value);
-	int (*execute_prepared)(duckdb_prepared_statement, duckdb_result *);
-	duckdb_logical_type (*create_logical_type)(int);
-	void (*destroy_logical_type)(duckdb_logical_type *);
-	duckdb_value (*create_int32)(int32_t);
-	duckdb_value (*create_list_value)(duckdb_logical_type, duckdb_value *, idx_t);
-	void (*destroy_value)(duckdb_value *);
-	int (*arrow_scan)(duckdb_connection, const char *, void *);
+	int (*create_config)(duckdb_config *config);
+	int (*set_config)(duckdb_config config, const char *name, const char *value);
+	void (*destroy_config)(duckdb_config *config);
+	int (*open_ext)(const char *path, duckdb_database *db, duckdb_config config,
+			char **error);
+	int (*connect)(duckdb_database db, duckdb_connection *con);
+	void (*disconnect)(duckdb_connection *con);
+	void (*close)(duckdb_database *db);
+	int (*query)(duckdb_connection con, const char *sql, duckdb_result *res);
+	void (*destroy_result)(duckdb_result *res);
+	const char *(*result_error)(duckdb_result *res);
+	idx_t (*row_count)(duckdb_result *res);
+	int64_t (*value_int64)(duckdb_result *res, idx_t col, idx_t row);
+	double (*value_double)(duckdb_result *res, idx_t col, idx_t row);
+	char *(*value_varchar)(duckdb_result *res, idx_t col, idx_t row);
+	int (*value_is_null)(duckdb_result *res, idx_t col, idx_t row);
+	void (*free)(void *p);
+	int (*prepare)(duckdb_connection con, const char *sql, duckdb_prepared_statement *st);
+	const char *(*prepare_error)(duckdb_prepared_statement st);
+	void (*destroy_prepare)(duckdb_prepared_statement *st);
+	int (*bind_parameter_index)(duckdb_prepared_statement st, idx_t *i, const char *name);
+	int (*bind_int64)(duckdb_prepared_statement st, idx_t i, int64_t v);
+	int (*bind_double)(duckdb_prepared_statement st, idx_t i, double v);
+	int (*bind_boolean)(duckdb_prepared_statement st, idx_t i, _Bool v);
+	int (*bind_varchar)(duckdb_prepared_statement st, idx_t i, const char *v);
+	int (*bind_null)(duckdb_prepared_statement st, idx_t i);
+	int (*bind_value)(duckdb_prepared_statement st, idx_t i, duckdb_value v);
+	int (*execute_prepared)(duckdb_prepared_statement st, duckdb_result *res);
+	duckdb_logical_type (*create_logical_type)(int type);
+	void (*destroy_logical_type)(duckdb_logical_type *type);
+	duckdb_value (*create_int32)(int32_t v);
+	duckdb_value (*create_list_value)(duckdb_logical_type type, duckdb_value *items,
+					  idx_t n);
+	void (*destroy_value)(duckdb_value *v);
+	int (*arrow_scan)(duckdb_connection con, const char *name, void *stream);
 	const char *(*library_version)(void);
 
 	duckdb_database db;

@@ -122,7 +122,8 @@ static void *scan_thread(void *arg)
 			break;
 		}
 		it.status = rc;
-		if (b && !(it.batch = tv_batch_table(b)))
+		it.batch = b ? tv_batch_table(b) : NULL;
+		if (b && !it.batch)
 			it.status = TV_SCAN_ERROR;
 		if (tv_flows_ngone(f)) {
 			note_copies(l, tv_flows_gone(f), tv_flows_ngone(f));
@@ -365,13 +366,17 @@ int tv_load_plan(struct tv_load *l, struct tv_store *s)
 	int i, rc = 0;
 
 	/* the scanner's tables, empty, for the statements to be planned against */
-	if (!f || tv_conn_tables(NULL, 0, &t[0], &t[1]) || !(t[2] = tv_events_table(f)))
+	t[2] = f ? tv_events_table(f) : NULL;
+	if (!t[2] || tv_conn_tables(NULL, 0, &t[0], &t[1]))
 		rc = fail(l, "out of memory");
 	if (f)
 		tv_flows_free(f);
-	for (i = 0; i < 3; i++)
-		if (t[i] && (rc || copy_table(l, s, s->con, capture_tables[i], t[i], 1)))
+	for (i = 0; i < 3; i++) {
+		if (t[i] && rc)
+			tv_arrow_put(t[i]);
+		else if (t[i] && copy_table(l, s, s->con, capture_tables[i], t[i], 1))
 			rc = -1;
+	}
 	for (i = 0; i < 4 && !rc; i++) {
 		char *sql = sql_file(l, s, planned_files[i]);
 
@@ -415,8 +420,11 @@ static int store_retired(struct tv_load *l, struct tv_store *s, struct tv_handed
 {
 	int rc;
 
-	/* DuckDB keeps the blocks it wrote cached: a long load's memory stays flat */
-	if (!l->limited && tv_exec(s->e, s->con, "SET memory_limit = '512MB'")) {
+	/*
+	 * DuckDB keeps the blocks it wrote cached: a long load's memory stays
+	 * flat; and a capture this large has its rows written by every core
+	 */
+	if (!l->limited && tv_exec(s->e, s->con, "SET memory_limit = '512MB'; RESET threads")) {
 		tv_arrow_put(it->conns);
 		tv_arrow_put(it->stats);
 		return fail(l, "%s", s->e->error);
@@ -709,13 +717,11 @@ static int complete(struct tv_load *l, struct tv_store *s, struct series *se, in
 	int64_t n = 0;
 	int rc = 0, series_rc;
 
-	if (tv_live_tables(l->scan.flows, &conns, &stats) ||
-	    !(events = tv_events_table(l->scan.flows))) {
-		if (conns) {
-			tv_arrow_put(conns);
-			tv_arrow_put(stats);
-		}
-		rc = fail(l, "out of memory");
+	events = tv_events_table(l->scan.flows);
+	if (!events || tv_live_tables(l->scan.flows, &conns, &stats)) {
+		if (events)
+			tv_arrow_put(events);
+		rc = fail(l, "out of memory");	/* tv_live_tables() kept none */
 	}
 	if (!rc)
 		rc = insert_connections(l, s, conns, stats, events);

@@ -252,9 +252,14 @@ static int prepare_packets(struct tv_store *s)
 
 int tv_store_capture_folder(struct tv_store *s, long capture_id, char *out, size_t n)
 {
+	struct stat st;
+
 	if (!FITS(n, snprintf(out, n, "%s/capture_id=%ld", s->packets, capture_id)))
 		return -1;
-	return mkdir(out, 0777) && errno != EEXIST ? -1 : 0;
+	if (mkdir(out, 0777) && errno != EEXIST)
+		return -1;
+	/* segments.own_folder(): never a link, whoever made it meanwhile */
+	return !lstat(out, &st) && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
 /* @con's default database the store, the scanner's tables found where `side` makes them */
@@ -275,6 +280,7 @@ duckdb_connection tv_store_connect(struct tv_store *s)
 int tv_store_attach(struct tv_store *s, struct tv_engine *e)
 {
 	char lit[2 * PATH_MAX + 32], sql[2 * PATH_MAX + 512];
+
 	s->e = e;
 	s->con = tv_engine_connect(e);
 	s->side = s->con ? tv_engine_connect(e) : NULL;
@@ -378,6 +384,7 @@ static void remove_tree(const char *dir, int depth)
 void tv_store_remove(struct tv_store *s)
 {
 	char wal[PATH_MAX + 8];
+
 	if (s->attached) {
 		tv_exec(s->e, s->con, "USE memory; DETACH tcpvar_store");
 		s->attached = 0;
