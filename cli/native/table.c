@@ -159,7 +159,7 @@ static void cells(duckdb_result *res, struct tv_engine *e, idx_t row, char c[COL
 }
 
 /* One line of cells, each column padded to its width, no spaces at the end */
-static void print_line(FILE *out, char c[COLUMNS][3 * CELL], const int32_t *w)
+static void print_line(FILE *out, char *const *c, const int32_t *w)
 {
 	char line[COLUMNS * (3 * CELL + 64)];
 	int i, at = 0;
@@ -186,17 +186,19 @@ static void begin_batch(FILE *out, struct tv_table *t, int batch, const int32_t 
 
 /*
  * Connections @first..@last laid out here from the brief rows, each column
- * at least @w wide (widened): the cells once for the widths, again for the
- * lines, so that memory holds DuckDB's rows only.
+ * at least @w wide (widened): each row's cells made once, kept one after
+ * another as text (DuckDB hands its values over one call each, which costs
+ * more than laying the line out).
  */
 static int laid_out_here(struct tv_table *t, int64_t first, int64_t last, int32_t *w,
 			 int *batches, FILE *out)
 {
 	struct tv_engine *e = t->e;
-	char c[COLUMNS][3 * CELL];
+	char c[COLUMNS][3 * CELL], *text = NULL, *row[COLUMNS];
+	size_t used = 0, size = 0;
 	duckdb_result res;
 	idx_t r, n;
-	int i;
+	int i, rc = -1;
 
 	tv_bind_int(&t->brief, "capture_id", t->capture_id);
 	tv_bind_int(&t->brief, "first_conn", first);
@@ -206,20 +208,38 @@ static int laid_out_here(struct tv_table *t, int64_t first, int64_t last, int32_
 	n = e->row_count(&res);
 	for (r = 0; r < n; r++) {
 		cells(&res, e, r, c);
-		for (i = 0; i < COLUMNS; i++)
+		for (i = 0; i < COLUMNS; i++) {
+			size_t len = strlen(c[i]) + 1;
+
+			if (used + len > size) {
+				char *grown = realloc(text, size = 2 * size + (1 << 16));
+
+				if (!grown)
+					goto out;
+				text = grown;
+			}
+			memcpy(text + used, c[i], len);
+			used += len;
 			if (chars(c[i]) > w[i])
 				w[i] = chars(c[i]);
+		}
 	}
 	if (n)
 		begin_batch(out, t, (*batches)++, w);
-	for (r = 0; r < n; r++) {
-		cells(&res, e, r, c);
-		print_line(out, c, w);
+	for (r = 0, used = 0; r < n; r++) {
+		for (i = 0; i < COLUMNS; i++) {
+			row[i] = text + used;
+			used += strlen(row[i]) + 1;
+		}
+		print_line(out, row, w);
 		if (r % 2 && r + 1 < n)
 			fputc('\n', out);
 	}
+	rc = 0;
+out:
+	free(text);
 	e->destroy_result(&res);
-	return 0;
+	return rc;
 }
 
 /* The same laid out by DuckDB (analyzers/sql/connection_lines.sql) */
