@@ -31,9 +31,14 @@ MODES = {"packets": [], "stats-only": ["--stats-only"]}
 
 @pytest.fixture(scope="module")
 def native() -> Path:
-    """The native front end, built for this Python as bootstrap.sh builds it."""
+    """The native front end, built for this Python as bootstrap.sh builds it,
+    and the template it copies, in the cache (the Python command makes it
+    the first time a new store is wanted: an empty cache's first analysis)."""
+    from tcpvar.store.db import template
+
     subprocess.run(["make", "-s", "-C", str(NATIVE.parent), f"PYTHON={sys.executable}"],
                    check=True)
+    assert template() is not None
     return NATIVE
 
 
