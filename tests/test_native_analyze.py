@@ -289,3 +289,20 @@ def test_the_warnings_of_odd_records_the_same(native, tmp_path):
     warning = python_command("analyze", "-q", "--db", tmp_path / "t.duckdb", capture).stderr
     assert b"IP length of 0" in warning and b"(1 record claims more)" in warning
     assert b"before 1970" in warning
+
+
+@pytest.mark.parametrize("planted", ["store", "packets"])
+def test_a_link_planted_where_the_store_goes_is_never_written_through(native, tmp_path,
+                                                                        planted):
+    """A symbolic link where the new store or its packets' folder would be,
+    to a file of somebody's: the native front end makes nothing and leaves
+    it to the Python command; the file the link names stays as it was."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"somebody's file\n")
+    db = tmp_path / "t.duckdb"
+    Path(f"{db}.packets" if planted == "packets" else db).symlink_to(victim)
+    got = run([native, "analyze", "-q", "--db", db, OWN_CAPTURES[0]],
+              env={"TCPVAR_NATIVE": "only"})
+    assert got.returncode == 99 and b"not a new store" in got.stderr
+    run([native, "analyze", "-q", "--db", db, OWN_CAPTURES[0]])
+    assert victim.read_bytes() == b"somebody's file\n"
