@@ -13,8 +13,8 @@ DIRECTIONS = ("a2b", "b2a")
 BATCH = 50_000      # connections read back at a time (connection_batches)
 HEAD = ("conn", "dir", "ip_version", "a_addr", "a_port", "b_addr", "b_port", *CONN_FIELDS)
 # The statistics of each direction a one-line summary of a connection needs
-# (analyze's table): a table of thousands of connections reads in half the
-# time without the others.
+# (analyze's table; sql/connection_brief.sql reads only these): a table of
+# thousands of connections reads in half the time without the others.
 SUMMARY_STATS = ("packets", "data_packets", "data_bytes", "unique_bytes",
                  "retransmitted_packets", "retransmitted_bytes", "out_of_order_packets",
                  "duplicate_acks", "rto_events", "fast_retransmits", "rtt_avg_ms",
@@ -73,14 +73,8 @@ def connection_lines(con, capture_id: int,
 
 def _read(con, capture_id: int, brief: bool, first: int, last: int) -> list[dict]:
     """The connections numbered @first to @last."""
-    query = sql("connections")
     params = {"capture_id": capture_id, "first_conn": first, "last_conn": last}
-    stats = SUMMARY_STATS if brief else None     # bench/levers.py sets it None: all
-    if stats is not None:
-        query = (f"SELECT COLUMNS(lambda c: list_contains($keep, c)) FROM ({query}) "
-                 f"ORDER BY conn, dir")
-        params["keep"] = [*HEAD, "packets", *stats]
-    cur = con.execute(query, params)
+    cur = con.execute(sql("connection_brief" if brief else "connections"), params)
     names = [d[0] for d in cur.description]
     first_stat = names.index("packets")             # the direction's statistics from here
     stat_names = names[first_stat:]

@@ -16,8 +16,9 @@ set before the command runs (no option of tcpvar's changes these):
   read first        pipelines/analyze.py start_reading: the capture read while
                     the store opens (off: the store opens first)
   duckdb threads    DuckDB's threads (default: one per core)
-  table stats       analyzers/connections.py SUMMARY_STATS: the statistics
-                    read back for the printed table (None: all, as JSON does)
+  table stats       analyzers/connections.py: the printed table's rows read
+                    by sql/connection_brief.sql (off: every statistic, by
+                    sql/connections.sql, as JSON does)
   imports           cli/main.py: each command's module imported on use (the
                     variant imports them all first)
 
@@ -55,7 +56,8 @@ VARIANTS = {  # name: (Python run before the command, stats-only)
         ("import tcpvar.pipelines.analyze as a; a.start_reading = lambda *x: None", True),
     "DuckDB on one thread": (DUCKDB_THREADS_1, False),
     "--stats-only, the table reads back every statistic (not only its 14)":
-        ("import tcpvar.analyzers.connections as c; c.SUMMARY_STATS = None", True),
+        ("import tcpvar.analyzers.connections as c; r = c._read; "
+         "c._read = lambda con, i, brief, a, b: r(con, i, False, a, b)", True),
     "--stats-only, every command's module imported at start (not only analyze's)":
         ("import tcpvar.cli.main as m; [m.cli.get_command(None, n) for n in m.COMMANDS]",
          True),

@@ -38,3 +38,29 @@ def test_json_gathers_each_capture_and_its_connections(tmp_path):
                    for cap in doc["captures"]]
     assert per_capture == streams
     assert doc["summary"]["captures_read"] == 2 and doc["summary"]["packets"] == sum(frames)
+
+
+def test_the_tables_rows_are_the_conn_stats_views(store, analyzed):
+    """The printed table reads its rows by sql/connection_brief.sql, which
+    computes from the tables what the conn_stats view computes: on every
+    capture of ours and the shared collection, its columns are connections.sql's
+    head and SUMMARY_STATS, in that query's order, with the same values."""
+    from conftest import OWN_CAPTURES, SHARED_CAPTURES
+    from tcpvar.analyzers.connections import HEAD, SUMMARY_STATS
+    from tcpvar.analyzers.sqlfiles import sql
+
+    analyzed(OWN_CAPTURES[0])           # every capture into the session's store
+    ids = [r[0] for r in store.con.execute("SELECT capture_id FROM captures").fetchall()]
+    assert len(ids) >= len(OWN_CAPTURES + SHARED_CAPTURES) // 2
+    rows = 0
+    for capture_id in ids:
+        params = {"capture_id": capture_id, "first_conn": 1, "last_conn": 2**31}
+        full = store.con.execute(sql("connections"), params)
+        names = [d[0] for d in full.description]
+        every = full.fetchall()
+        brief = store.con.execute(sql("connection_brief"), params)
+        kept = [d[0] for d in brief.description]
+        assert kept == [n for n in names if n in {*HEAD, *SUMMARY_STATS}]
+        assert brief.fetchall() == [tuple(r[names.index(n)] for n in kept) for r in every]
+        rows += len(every)
+    assert rows > 500                   # 680 today: the comparison is not vacuous

@@ -186,7 +186,6 @@ int main(int argc, char **argv)
 	tv_store_close(&s);
 	if (l.warning)
 		fprintf(stderr, "warning: %s: %s\n", c.file, l.warning);
-	tv_load_end(&l);
 	if (printed == -2) {		/* the store is whole; its table is not */
 		fprintf(stderr, "tcpvar: error: %s\n", e.error);
 		return 1;
@@ -197,10 +196,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "tcpvar: error: interrupted\n");
 		_exit(INTERRUPTED);
 	}
-	/* DuckDB's instance and the engine's own teardown go with the process */
+	/* the scanner's memory, DuckDB's instance and its teardown go with the process */
 	_exit(0);
 fail:
-	tv_unprepare(&table.brief);
+	free(table.brief);
 	tv_load_end(&l);
 	tv_store_remove(&s);
 	if (tv_interrupted) {

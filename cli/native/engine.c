@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arrow_stream.h"
 #include "engine.h"
 
 #define SYM(field, name) { offsetof(struct tv_engine, field), name }
@@ -40,6 +41,17 @@ static const struct {
 	SYM(create_list_value, "duckdb_create_list_value"),
 	SYM(destroy_value, "duckdb_destroy_value"), SYM(arrow_scan, "duckdb_arrow_scan"),
 	SYM(library_version, "duckdb_library_version"),
+	SYM(schema_from_arrow, "duckdb_schema_from_arrow"),
+	SYM(destroy_arrow_converted_schema, "duckdb_destroy_arrow_converted_schema"),
+	SYM(data_chunk_from_arrow, "duckdb_data_chunk_from_arrow"),
+	SYM(destroy_data_chunk, "duckdb_destroy_data_chunk"),
+	SYM(error_data_has_error, "duckdb_error_data_has_error"),
+	SYM(error_data_message, "duckdb_error_data_message"),
+	SYM(destroy_error_data, "duckdb_destroy_error_data"),
+	SYM(appender_create_ext, "duckdb_appender_create_ext"),
+	SYM(append_data_chunk, "duckdb_append_data_chunk"),
+	SYM(appender_error, "duckdb_appender_error"), SYM(appender_close, "duckdb_appender_close"),
+	SYM(appender_destroy, "duckdb_appender_destroy"),
 };
 
 /* DuckDB's words on one line, as the Python front end shows them */
@@ -278,6 +290,111 @@ int tv_register(struct tv_engine *e, duckdb_connection con, const char *name, vo
 		return -1;
 	}
 	return 0;
+}
+
+static int word_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
+char *tv_sql_ints(const char *sql, const char *const *names, const int64_t *values, int n)
+{
+	size_t size = strlen(sql) + 1, used = 0;
+	const char *p;
+	char *out;
+
+	for (p = sql; *p; p++)
+		size += *p == '$' ? 20 : 0;	/* room for any number in place of any name */
+	out = malloc(size);
+	for (p = sql; out && *p;) {
+		int i = n;
+
+		if (*p == '$')
+			for (i = 0; i < n; i++) {
+				size_t k = strlen(names[i]);
+
+				if (!strncmp(p + 1, names[i], k) && !word_char(p[1 + k]))
+					break;
+			}
+		if (i < n) {
+			used += (size_t)snprintf(out + used, size - used, "%lld", (long long)values[i]);
+			p += 1 + strlen(names[i]);
+		} else {
+			out[used++] = *p++;
+		}
+	}
+	if (out)
+		out[used] = 0;
+	return out;
+}
+
+/* DuckDB's words on a failure of its error data, which is destroyed */
+static int failed(struct tv_engine *e, duckdb_error_data err, const char *what)
+{
+	int rc = 0;
+
+	if (err && e->error_data_has_error(err)) {
+		set_error(e, what, e->error_data_message(err));
+		rc = -1;
+	}
+	if (err)
+		e->destroy_error_data(&err);
+	return rc;
+}
+
+int tv_append(struct tv_engine *e, duckdb_connection con, const char *table,
+	      struct tv_arrow_table *t)
+{
+	duckdb_arrow_converted_schema types = NULL;
+	duckdb_appender app = NULL;
+	struct ArrowSchema schema;
+	int64_t first;
+	int rc = -1;
+
+	if (tv_arrow_schema(t, &schema)) {
+		set_error(e, "out of memory", "");
+		return -1;
+	}
+	rc = failed(e, e->schema_from_arrow(con, &schema, &types), "cannot read the scanner's table");
+	schema.release(&schema);
+	if (!rc && e->appender_create_ext(con, "temp", "main", table, &app)) {
+		set_error(e, "cannot append to", app ? e->appender_error(app) : table);
+		rc = -1;
+	}
+	/* a data chunk holds at most a vector's rows */
+	for (first = 0; !rc && first < t->rows; first += TV_VECTOR) {
+		int64_t rows = t->rows - first < TV_VECTOR ? t->rows - first : TV_VECTOR;
+		duckdb_data_chunk chunk = NULL;
+		struct ArrowArray part;
+
+		if (tv_arrow_rows(t, first, rows, &part)) {
+			set_error(e, "out of memory", "");
+			rc = -1;
+			break;
+		}
+		/* the chunk takes the part over, and releases it */
+		rc = failed(e, e->data_chunk_from_arrow(con, &part, types, &chunk),
+			    "cannot read the scanner's table");
+		if (part.release)
+			part.release(&part);
+		if (!rc && e->append_data_chunk(app, chunk)) {
+			set_error(e, "cannot append to", e->appender_error(app));
+			rc = -1;
+		}
+		if (chunk)
+			e->destroy_data_chunk(&chunk);
+	}
+	if (app) {
+		if (e->appender_close(app) && !rc) {
+			set_error(e, "cannot append to", e->appender_error(app));
+			rc = -1;
+		}
+		e->appender_destroy(&app);
+	}
+	if (types)
+		e->destroy_arrow_converted_schema(&types);
+	return rc;
 }
 
 char *tv_read_file(const char *root, const char *rel, size_t *len)

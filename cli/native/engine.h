@@ -18,6 +18,12 @@ typedef void *duckdb_config;
 typedef void *duckdb_prepared_statement;
 typedef void *duckdb_value;
 typedef void *duckdb_logical_type;
+typedef void *duckdb_appender;
+typedef void *duckdb_data_chunk;
+typedef void *duckdb_arrow_converted_schema;
+typedef void *duckdb_error_data;
+struct ArrowSchema;
+struct ArrowArray;
 
 /* duckdb.h's duckdb_result: read only through the API */
 typedef struct {
@@ -64,6 +70,22 @@ struct tv_engine {
 					  idx_t n);
 	void (*destroy_value)(duckdb_value *v);
 	int (*arrow_scan)(duckdb_connection con, const char *name, void *stream);
+	duckdb_error_data (*schema_from_arrow)(duckdb_connection con, struct ArrowSchema *schema,
+					       duckdb_arrow_converted_schema *out);
+	void (*destroy_arrow_converted_schema)(duckdb_arrow_converted_schema *types);
+	duckdb_error_data (*data_chunk_from_arrow)(duckdb_connection con, struct ArrowArray *array,
+						   duckdb_arrow_converted_schema types,
+						   duckdb_data_chunk *out);
+	void (*destroy_data_chunk)(duckdb_data_chunk *chunk);
+	_Bool (*error_data_has_error)(duckdb_error_data err);
+	const char *(*error_data_message)(duckdb_error_data err);
+	void (*destroy_error_data)(duckdb_error_data *err);
+	int (*appender_create_ext)(duckdb_connection con, const char *catalog, const char *schema,
+				   const char *table, duckdb_appender *out);
+	int (*append_data_chunk)(duckdb_appender app, duckdb_data_chunk chunk);
+	const char *(*appender_error)(duckdb_appender app);
+	int (*appender_close)(duckdb_appender app);
+	int (*appender_destroy)(duckdb_appender *app);
 	const char *(*library_version)(void);
 
 	duckdb_database db;
@@ -84,6 +106,14 @@ duckdb_connection tv_engine_connect(struct tv_engine *e);
 int tv_exec(struct tv_engine *e, duckdb_connection con, const char *sql);
 /* The first column of @sql's first row as an integer in @out; 0, or -1. */
 int tv_exec_int(struct tv_engine *e, duckdb_connection con, const char *sql, int64_t *out);
+
+/*
+ * @sql with each parameter $@names[i] written as the integer @values[i],
+ * malloc'd; NULL out of memory. DuckDB plans a prepared statement again each
+ * time it runs it: one planned this way is planned once. Only for tcpvar's
+ * own SQL and numbers (text goes through tv_bind_text()).
+ */
+char *tv_sql_ints(const char *sql, const char *const *names, const int64_t *values, int n);
 
 /* A prepared statement with named or numbered parameters bound by name. */
 struct tv_stmt {
@@ -110,6 +140,13 @@ int tv_run(struct tv_stmt *s, duckdb_result *res);
 
 /* Read @stream's table as view @name of @con's default database; 0, or -1. */
 int tv_register(struct tv_engine *e, duckdb_connection con, const char *name, void *stream);
+
+#define TV_VECTOR 2048	/* DuckDB's rows a vector */
+struct tv_arrow_table;
+
+/* @t's rows appended to @con's temporary table @table, its columns as @t's; 0, or -1. */
+int tv_append(struct tv_engine *e, duckdb_connection con, const char *table,
+	      struct tv_arrow_table *t);
 
 /* The text of tcpvar's SQL file @rel under @root, malloc'd; NULL if unreadable. */
 char *tv_read_file(const char *root, const char *rel, size_t *len);

@@ -185,8 +185,9 @@ void tv_load_end(struct tv_load *l)
 	free(l->copies);
 	free(l->warning);
 	l->started = 0;
-	for (i = 0; i < 4; i++)
-		tv_unprepare(&l->planned[i]);
+	for (i = 0; i < 3; i++)
+		free(l->inserts[i]);
+	tv_unprepare(&l->complete);
 }
 
 /* ---- the segment writers ---- */
@@ -315,12 +316,11 @@ static char *sql_file(struct tv_load *l, struct tv_store *s, const char *rel)
 }
 
 /*
- * The scanner's table @t into the temporary table @name of @con, made by
- * the first copy (@make) and emptied before the others. DuckDB's Arrow scan
- * of the C API reads a stream as if it held only the columns a query asks
- * for (an INSERT of some of them read the wrong ones): each is copied whole,
- * from a view the side connection makes of it, into a table the statements
- * prepared for it read.
+ * The scanner's table @t into the temporary table @name of @con: made by
+ * the first copy (@make), from a view the side connection makes of it;
+ * appended to by the others, after emptying it. (A query that reads some
+ * columns of a stream through DuckDB's Arrow scan of the C API reads the
+ * wrong ones: the statements prepared for the tables read them whole.)
  */
 static int copy_table(struct tv_load *l, struct tv_store *s, duckdb_connection con,
 		      const char *name, struct tv_arrow_table *t, int make)
@@ -329,12 +329,15 @@ static int copy_table(struct tv_load *l, struct tv_store *s, duckdb_connection c
 	char sql[256];
 	int rc = 0;
 
-	if (make)
-		snprintf(sql, sizeof(sql), "CREATE OR REPLACE TEMP TABLE %s AS "
-			 "FROM memory.main.%s_arrow", name, name);
-	else
-		snprintf(sql, sizeof(sql), "DELETE FROM %s; INSERT INTO %s "
-			 "FROM memory.main.%s_arrow", name, name, name);
+	if (!make) {
+		snprintf(sql, sizeof(sql), "DELETE FROM %s", name);
+		if ((l->copied && tv_exec(s->e, con, sql)) || tv_append(s->e, con, name, t))
+			rc = fail(l, "%s", s->e->error);
+		tv_arrow_put(t);
+		return rc;
+	}
+	snprintf(sql, sizeof(sql), "CREATE OR REPLACE TEMP TABLE %s AS "
+		 "FROM memory.main.%s_arrow", name, name);
 	if (tv_arrow_stream(t, &stream) < 0) {
 		rc = fail(l, "out of memory");
 	} else {
@@ -352,20 +355,20 @@ static int copy_table(struct tv_load *l, struct tv_store *s, duckdb_connection c
 }
 
 static const char *const capture_tables[] = {"_tv_conns", "_tv_stats", "_tv_events"};
-static const char *const planned_files[] = {
+static const char *const insert_files[] = {
 	"ingest/sql/capture_connections.sql", "ingest/sql/capture_counters.sql",
-	"ingest/sql/capture_events.sql", "ingest/sql/capture_complete.sql",
+	"ingest/sql/capture_events.sql",
 };
-enum { P_CONNS, P_COUNTERS, P_EVENTS, P_COMPLETE };
 
 int tv_load_plan(struct tv_load *l, struct tv_store *s)
 {
 	struct tv_flow_opts none = {0};
 	struct tv_arrow_table *t[3] = {NULL, NULL, NULL};
 	struct tv_flows *f = tv_flows_new(&none);
+	char *sql;
 	int i, rc = 0;
 
-	/* the scanner's tables, empty, for the statements to be planned against */
+	/* the scanner's tables, empty, for the statements to read them from */
 	t[2] = f ? tv_events_table(f) : NULL;
 	if (!t[2] || tv_conn_tables(NULL, 0, &t[0], &t[1]))
 		rc = fail(l, "out of memory");
@@ -377,21 +380,27 @@ int tv_load_plan(struct tv_load *l, struct tv_store *s)
 		else if (t[i] && copy_table(l, s, s->con, capture_tables[i], t[i], 1))
 			rc = -1;
 	}
-	for (i = 0; i < 4 && !rc; i++) {
-		char *sql = sql_file(l, s, planned_files[i]);
-
-		if (!sql || tv_prepare(s->e, s->con, sql, &l->planned[i]))
-			rc = l->error[0] ? -1 : fail(l, "%s", s->e->error);
-		free(sql);
-	}
-	return rc;
+	for (i = 0; i < 3 && !rc; i++)
+		if (!(l->inserts[i] = sql_file(l, s, insert_files[i])))
+			rc = -1;
+	/* its text bound as text: the one statement planned ahead */
+	sql = rc ? NULL : sql_file(l, s, "ingest/sql/capture_complete.sql");
+	if (sql && tv_prepare(s->e, s->con, sql, &l->complete))
+		rc = fail(l, "%s", s->e->error);
+	free(sql);
+	return rc || sql ? rc : -1;
 }
 
-/* Planned statement @which for the capture: 0, or -1 */
-static int run_planned(struct tv_load *l, struct tv_store *s, int which)
+/* Insert statement @which for the capture: 0, or -1 */
+static int run_insert(struct tv_load *l, struct tv_store *s, int which)
 {
-	tv_bind_int(&l->planned[which], "1", l->capture_id);
-	return tv_execute(&l->planned[which], NULL) ? fail(l, "%s", s->e->error) : 0;
+	static const char *const id[] = {"1"};
+	int64_t value = l->capture_id;
+	char *sql = tv_sql_ints(l->inserts[which], id, &value, 1);
+	int rc = sql ? tv_exec(s->e, s->con, sql) : -1;
+
+	free(sql);
+	return rc ? fail(l, "%s", sql ? s->e->error : "out of memory") : 0;
 }
 
 /* Connections and their counters, and @events unless NULL, in a transaction begun here */
@@ -399,19 +408,19 @@ static int insert_connections(struct tv_load *l, struct tv_store *s,
 			      struct tv_arrow_table *conns, struct tv_arrow_table *stats,
 			      struct tv_arrow_table *events)
 {
-	int rc = copy_table(l, s, s->con, capture_tables[0], conns, 0);
+	int rc = tv_exec(s->e, s->con, "BEGIN TRANSACTION") ? fail(l, "%s", s->e->error) : 0;
 
+	/* appended in the transaction: an append of its own would commit */
+	rc |= copy_table(l, s, s->con, capture_tables[0], conns, 0);
 	rc |= copy_table(l, s, s->con, capture_tables[1], stats, 0);
 	if (events)
 		rc |= copy_table(l, s, s->con, capture_tables[2], events, 0);
-	if (!rc && tv_exec(s->e, s->con, "BEGIN TRANSACTION"))
-		rc = fail(l, "%s", s->e->error);
 	if (!rc)
-		rc = run_planned(l, s, P_CONNS);
+		rc = run_insert(l, s, 0);
 	if (!rc)
-		rc = run_planned(l, s, P_COUNTERS);
+		rc = run_insert(l, s, 1);
 	if (!rc && events)
-		rc = run_planned(l, s, P_EVENTS);
+		rc = run_insert(l, s, 2);
 	return rc ? -1 : 0;
 }
 
@@ -431,6 +440,7 @@ static int store_retired(struct tv_load *l, struct tv_store *s, struct tv_handed
 	}
 	l->limited = 1;
 	rc = insert_connections(l, s, it->conns, it->stats, NULL);
+	l->copied = 1;		/* the tables hold the rows retired */
 
 	if (tv_exec(s->e, s->con, rc ? "ROLLBACK" : "COMMIT") && !rc)
 		rc = fail(l, "%s", s->e->error);
@@ -689,7 +699,7 @@ static int update_capture(struct tv_load *l, struct tv_store *s, int with_series
 			  int truncated)
 {
 	const char *link = pcap_datalink_val_to_name(l->scan.dlt);
-	struct tv_stmt *st = &l->planned[P_COMPLETE];
+	struct tv_stmt *st = &l->complete;
 
 	tv_bind_int(st, "2", l->scan.dlt);
 	tv_bind_text(st, "3", link ? link : "unknown");
@@ -707,7 +717,8 @@ static int update_capture(struct tv_load *l, struct tv_store *s, int with_series
 		tv_bind_double(st, "14", l->interval_ms);
 	else
 		tv_bind_null(st, "14");
-	return run_planned(l, s, P_COMPLETE);
+	tv_bind_int(st, "1", l->capture_id);
+	return tv_execute(st, NULL) ? fail(l, "%s", s->e->error) : 0;
 }
 
 /* The live connections, the episodes and the capture's row, in one transaction */

@@ -49,7 +49,9 @@ struct tv_load {
 	int copies_failed;
 
 	int limited;			/* DuckDB's memory held down for the retired */
-	struct tv_stmt planned[4];	/* the capture's statements, planned while it is read */
+	int copied;			/* the scanner's tables hold earlier rows */
+	char *inserts[3];		/* the statements of its rows (ingest/sql) */
+	struct tv_stmt complete;	/* its row completed, planned while it is read */
 	long capture_id;
 	long connections;
 	char *warning;			/* the capture's, malloc'd; NULL when none */
@@ -61,9 +63,9 @@ extern volatile sig_atomic_t tv_interrupted;
 
 /* Open the capture and start reading it; 0, or -1 with l->error. */
 int tv_load_start(struct tv_load *l);
-/* Plan its statements in @s (attached), while the scan goes on; 0, or -1 with l->error. */
+/* Ready its statements in @s (attached), while the scan goes on; 0, or -1 with l->error. */
 int tv_load_plan(struct tv_load *l, struct tv_store *s);
-/* Store it in @s (planned); 0, or -1 with l->error (the caller removes the store). */
+/* Store it in @s (readied); 0, or -1 with l->error (the caller removes the store). */
 int tv_load_run(struct tv_load *l, struct tv_store *s);
 /* Stop reading, free what is left. */
 void tv_load_end(struct tv_load *l);

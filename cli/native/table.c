@@ -35,7 +35,7 @@ static const struct {
 	{"RTT avg ms (n)", 14, 0}, {"throughput", 10, 0}, {"goodput", 7, 0},
 };
 
-/* the columns of the brief rows, in analyzers/connections.py's SUMMARY_STATS */
+/* the columns of the brief rows (analyzers/sql/connection_brief.sql) laid out here */
 static const char *const brief =
 	"SELECT conn, dir, ip_version, a_addr, a_port, b_addr, b_port, packets, data_packets, "
 	"data_bytes, unique_bytes, retransmitted_packets, retransmitted_bytes, "
@@ -184,6 +184,24 @@ static void begin_batch(FILE *out, struct tv_table *t, int batch, const int32_t 
 		fputc('\n', out);
 }
 
+static const char *const range[] = {"capture_id", "first_conn", "last_conn"};
+
+/* @sql's rows for connections @first..@last in @res (destroy it after); 0, or -1 */
+static int rows_of(struct tv_table *t, const char *sql, int64_t first, int64_t last,
+		   duckdb_result *res)
+{
+	int64_t values[] = {t->capture_id, first, last};
+	char *text = tv_sql_ints(sql, range, values, 3);
+	int rc = text ? t->e->query(t->con, text, res) : -1;
+
+	if (rc && text)
+		snprintf(t->e->error, sizeof(t->e->error), "%s", t->e->result_error(res));
+	if (rc && text)
+		t->e->destroy_result(res);
+	free(text);
+	return rc ? -1 : 0;
+}
+
 /*
  * Connections @first..@last laid out here from the brief rows, each column
  * at least @w wide (widened): each row's cells made once, kept one after
@@ -200,10 +218,7 @@ static int laid_out_here(struct tv_table *t, int64_t first, int64_t last, int32_
 	idx_t r, n;
 	int i, rc = -1;
 
-	tv_bind_int(&t->brief, "capture_id", t->capture_id);
-	tv_bind_int(&t->brief, "first_conn", first);
-	tv_bind_int(&t->brief, "last_conn", last);
-	if (tv_execute(&t->brief, &res))
+	if (rows_of(t, t->brief, first, last, &res))
 		return -1;
 	n = e->row_count(&res);
 	for (r = 0; r < n; r++) {
@@ -277,17 +292,13 @@ static int laid_out_by_duckdb(struct tv_table *t, const char *sql, int64_t first
 
 int tv_table_plan(struct tv_table *t)
 {
-	char *conns = tv_read_file(t->root, "analyzers/sql/connections.sql", NULL);
-	char *sql = conns ? malloc(strlen(brief) + strlen(conns)) : NULL;
-	int rc = -1;
+	char *conns = tv_read_file(t->root, "analyzers/sql/connection_brief.sql", NULL);
 
-	if (sql) {
-		sprintf(sql, brief, conns);
-		rc = tv_prepare(t->e, t->con, sql, &t->brief);
-	}
+	t->brief = conns ? malloc(strlen(brief) + strlen(conns)) : NULL;
+	if (t->brief)
+		sprintf(t->brief, brief, conns);
 	free(conns);
-	free(sql);
-	return rc;
+	return t->brief ? 0 : -1;
 }
 
 /* The SQL of the lines DuckDB lays out, its macros made */
@@ -324,6 +335,5 @@ int tv_table_print(struct tv_table *t, FILE *out)
 			rc = batches ? -2 : -1;
 	}
 	free(sql);
-	tv_unprepare(&t->brief);
 	return rc;
 }

@@ -16,10 +16,10 @@ struct tv_table {
 	const char *root;	/* tcpvar's SQL files */
 	const char *path;	/* the capture's, resolved */
 	long capture_id, count;	/* its id, its connections */
-	struct tv_stmt brief;	/* the rows laid out here (tv_table_plan()) */
+	char *brief;		/* the query of the rows laid out here (tv_table_plan()) */
 };
 
-/* Plan the query of its rows (before the capture is stored); 0, or -1. */
+/* Read the query of its rows (before the capture is stored); 0, or -1. */
 int tv_table_plan(struct tv_table *t);
 
 /* Print it; 0, or -1 with nothing printed yet, or -2 after some of it. */

@@ -121,7 +121,7 @@ static void release_array(struct ArrowArray *a)
 	a->release = NULL;
 }
 
-static int export_schema(const struct tv_arrow_table *t, struct ArrowSchema *out)
+int tv_arrow_schema(const struct tv_arrow_table *t, struct ArrowSchema *out)
 {
 	struct schema_nodes *p = calloc(1, sizeof(*p));
 	size_t i;
@@ -169,7 +169,8 @@ static int64_t null_count(const uint8_t *bitmap, int64_t rows)
 	return rows - valid;
 }
 
-static int export_array(struct tv_arrow_table *t, struct ArrowArray *out)
+int tv_arrow_rows(struct tv_arrow_table *t, int64_t first, int64_t rows,
+		  struct ArrowArray *out)
 {
 	struct array_nodes *p = calloc(1, sizeof(*p));
 	const void **buf;
@@ -180,7 +181,7 @@ static int export_array(struct tv_arrow_table *t, struct ArrowArray *out)
 	tv_arrow_hold(t);
 	p->t = t;
 	*out = (struct ArrowArray){
-		.length = t->rows, .n_buffers = 1, .n_children = (int64_t)t->ncols,
+		.length = rows, .n_buffers = 1, .n_children = (int64_t)t->ncols,
 		.release = release_array, .private_data = p,
 	};
 	p->bufs = calloc(5 * t->ncols + 1, sizeof(*p->bufs));
@@ -195,12 +196,12 @@ static int export_array(struct tv_arrow_table *t, struct ArrowArray *out)
 		struct ArrowArray *k = &p->kids[i];
 
 		*k = (struct ArrowArray){
-			.length = t->rows, .n_buffers = 2, .buffers = buf,
+			.length = rows, .offset = first, .n_buffers = 2, .buffers = buf,
 			.release = release_array_child,
 		};
 		buf[0] = c->valid;
-		if (c->valid)
-			k->null_count = null_count(c->valid, t->rows);
+		if (c->valid)	/* a part's nulls are not counted: -1, unknown */
+			k->null_count = first || rows < t->rows ? -1 : null_count(c->valid, rows);
 		if (c->type == TV_A_LIST_I64) {
 			buf[1] = c->offsets;
 			buf[3] = c->values;
@@ -235,7 +236,7 @@ static int stream_schema(struct ArrowArrayStream *s, struct ArrowSchema *out)
 {
 	struct stream_state *st = s->private_data;
 
-	return export_schema(st->t, out) ? 12 /* ENOMEM */ : 0;
+	return tv_arrow_schema(st->t, out) ? 12 /* ENOMEM */ : 0;
 }
 
 static int stream_next(struct ArrowArrayStream *s, struct ArrowArray *out)
@@ -246,7 +247,7 @@ static int stream_next(struct ArrowArrayStream *s, struct ArrowArray *out)
 		out->release = NULL;	/* the end of the stream */
 		return 0;
 	}
-	if (export_array(st->t, out))
+	if (tv_arrow_rows(st->t, 0, st->t->rows, out))
 		return 12;
 	st->done = 1;
 	return 0;

@@ -85,6 +85,12 @@ struct tv_arrow_table {
 void tv_arrow_hold(struct tv_arrow_table *t);
 void tv_arrow_put(struct tv_arrow_table *t);
 
+/* Fill @out with the table's schema, a struct of its columns; 0, or -1 out of memory. */
+int tv_arrow_schema(const struct tv_arrow_table *t, struct ArrowSchema *out);
+/* Fill @out with rows @first..@first + @rows - 1 as a struct array, which
+ * holds the table until it is released; 0, or -1 out of memory. */
+int tv_arrow_rows(struct tv_arrow_table *t, int64_t first, int64_t rows,
+		  struct ArrowArray *out);
 /* Fill @out with a stream of one struct array: the table's rows. 0, or -1
  * out of memory. The stream holds the table until it is released. */
 int tv_arrow_stream(struct tv_arrow_table *t, struct ArrowArrayStream *out);
