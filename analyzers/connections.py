@@ -11,7 +11,7 @@ CONN_FIELDS = ("ip_version", "start_s", "connection_duration_s", "total_packets"
                "handshake", "closed", "reset")
 DIRECTIONS = ("a2b", "b2a")
 BATCH = 50_000      # connections read back at a time (connection_batches)
-HEAD = ("conn", "dir", "ip_version", "a_addr", "a_port", "b_addr", "b_port", *CONN_FIELDS)
+ENDS = ("conn", "dir", "ip_version", "a_addr", "a_port", "b_addr", "b_port")
 # The statistics of each direction a one-line summary of a connection needs
 # (analyze's table; sql/connection_brief.sql reads only these): a table of
 # thousands of connections reads in half the time without the others.
@@ -28,7 +28,7 @@ def endpoint(addr: str, port: int, ip_version: int) -> str:
 
 def connections(con, capture_id: int, brief: bool = False) -> list[dict]:
     """Every connection of a capture: endpoints, then a2b and b2a statistics,
-    all of them or, @brief, only SUMMARY_STATS."""
+    all of them (and CONN_FIELDS) or, @brief, only SUMMARY_STATS."""
     return _read(con, capture_id, brief, 0, 2**32)
 
 
@@ -81,8 +81,9 @@ def _read(con, capture_id: int, brief: bool, first: int, last: int) -> list[dict
     at = {name: i for i, name in enumerate(names[:first_stat])}
     conn_at, a_at, a_port, b_at, b_port, ver = (at[k] for k in (
         "conn", "a_addr", "a_port", "b_addr", "b_port", "ip_version"))
-    fields = [(k, at[k]) for k in CONN_FIELDS if k != "connection_duration_s"] + \
-        [("duration_s", at["connection_duration_s"])]
+    fields = [(k, at[k]) for k in CONN_FIELDS if k in at and k != "connection_duration_s"]
+    if "connection_duration_s" in at:               # brief: only ip_version of them
+        fields.append(("duration_s", at["connection_duration_s"]))
     out: list[dict] = []
     for row in cur.fetchall():
         if row[1] == 0:                             # dir: a connection's first row

@@ -44,9 +44,9 @@ def test_the_tables_rows_are_the_conn_stats_views(store, analyzed):
     """The printed table reads its rows by sql/connection_brief.sql, which
     computes from the tables what the conn_stats view computes: on every
     capture of ours and the shared collection, its columns are connections.sql's
-    head and SUMMARY_STATS, in that query's order, with the same values."""
+    endpoints and SUMMARY_STATS, in that query's order, with the same values."""
     from conftest import OWN_CAPTURES, SHARED_CAPTURES
-    from tcpvar.analyzers.connections import HEAD, SUMMARY_STATS
+    from tcpvar.analyzers.connections import ENDS, SUMMARY_STATS
     from tcpvar.analyzers.sqlfiles import sql
 
     analyzed(OWN_CAPTURES[0])           # every capture into the session's store
@@ -60,7 +60,7 @@ def test_the_tables_rows_are_the_conn_stats_views(store, analyzed):
         every = full.fetchall()
         brief = store.con.execute(sql("connection_brief"), params)
         kept = [d[0] for d in brief.description]
-        assert kept == [n for n in names if n in {*HEAD, *SUMMARY_STATS}]
+        assert kept == [n for n in names if n in {*ENDS, *SUMMARY_STATS}]
         assert brief.fetchall() == [tuple(r[names.index(n)] for n in kept) for r in every]
         rows += len(every)
     assert rows > 500                   # 680 today: the comparison is not vacuous

@@ -1,13 +1,11 @@
--- connections.sql with only the statistics of analyze's one-line summary of
--- each direction (analyzers/connections.py's SUMMARY_STATS), in the same
--- order and computed as the conn_stats view computes them (store/views.sql),
--- from its tables: DuckDB binds every one of the view's sixty columns each
--- time a query names it, which costs a small capture's table more than
--- reading it. Parameters: $capture_id, $first_conn..$last_conn.
+-- connections.sql with only what analyze's one-line summary of each
+-- direction shows: the endpoints and analyzers/connections.py's
+-- SUMMARY_STATS, in the same order and computed as the conn_stats view
+-- computes them (store/views.sql), from its tables: DuckDB binds every one
+-- of the view's sixty columns each time a query names it, which costs a
+-- small capture's table more than reading it.
+-- Parameters: $capture_id, $first_conn..$last_conn.
 SELECT c.conn, d.dir, c.ip_version, c.a_addr, c.a_port, c.b_addr, c.b_port,
-       (c.first_ns - cap.first_ns) / 1e9 AS start_s,
-       (c.last_ns - c.first_ns) / 1e9 AS connection_duration_s,
-       c.packets AS total_packets, c.handshake, c.closed, c.reset,
        d.packets, d.data_packets, d.data_bytes, d.unique_bytes,
        d.rexmit_packets AS retransmitted_packets,
        d.rexmit_bytes AS retransmitted_bytes,
@@ -19,7 +17,6 @@ SELECT c.conn, d.dir, c.ip_version, c.a_addr, c.a_port, c.b_addr, c.b_port,
        8 * d.data_bytes / nullif((c.last_ns - c.first_ns) / 1e9, 0) AS throughput_bps,
        8 * d.unique_bytes / nullif((c.last_ns - c.first_ns) / 1e9, 0) AS goodput_bps
 FROM connections c
-JOIN captures cap USING (capture_id)
 JOIN dir_counters d USING (capture_id, conn)
 WHERE c.capture_id = $capture_id AND c.conn BETWEEN $first_conn AND $last_conn
     AND d.conn BETWEEN $first_conn AND $last_conn

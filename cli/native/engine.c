@@ -48,7 +48,7 @@ static const struct {
 	SYM(error_data_has_error, "duckdb_error_data_has_error"),
 	SYM(error_data_message, "duckdb_error_data_message"),
 	SYM(destroy_error_data, "duckdb_destroy_error_data"),
-	SYM(appender_create_ext, "duckdb_appender_create_ext"),
+	SYM(appender_create_query, "duckdb_appender_create_query"),
 	SYM(append_data_chunk, "duckdb_append_data_chunk"),
 	SYM(appender_error, "duckdb_appender_error"), SYM(appender_close, "duckdb_appender_close"),
 	SYM(appender_destroy, "duckdb_appender_destroy"),
@@ -343,14 +343,61 @@ static int failed(struct tv_engine *e, duckdb_error_data err, const char *what)
 	return rc;
 }
 
-int tv_append(struct tv_engine *e, duckdb_connection con, const char *table,
-	      struct tv_arrow_table *t)
+/* DuckDB's type of a scanner's column (arrow_stream.h) */
+static int duckdb_type(enum tv_arrow_type t)
+{
+	switch (t) {
+	case TV_A_U8: return DUCKDB_TYPE_UTINYINT;
+	case TV_A_U16: return DUCKDB_TYPE_USMALLINT;
+	case TV_A_U32: return DUCKDB_TYPE_UINTEGER;
+	case TV_A_I64: return DUCKDB_TYPE_BIGINT;
+	case TV_A_F64: return DUCKDB_TYPE_DOUBLE;
+	case TV_A_UTF8: return DUCKDB_TYPE_VARCHAR;
+	default: return 0;	/* lists: not a table of the capture's */
+	}
+}
+
+/* The appender of @query over @t's columns as table @name; NULL with e->error. */
+static duckdb_appender query_appender(struct tv_engine *e, duckdb_connection con,
+				      const char *query, const char *name,
+				      const struct tv_arrow_table *t)
+{
+	duckdb_logical_type types[TV_MAX_COLUMNS];
+	const char *names[TV_MAX_COLUMNS];
+	duckdb_appender app = NULL;
+	size_t i, n = t->ncols;
+	int rc = n > TV_MAX_COLUMNS ? -1 : 0;
+
+	for (i = 0; !rc && i < n; i++) {
+		names[i] = t->cols[i].name;
+		types[i] = duckdb_type(t->cols[i].type) ?
+			   e->create_logical_type(duckdb_type(t->cols[i].type)) : NULL;
+		if (!types[i]) {
+			n = i;
+			rc = -1;
+		}
+	}
+	if (!rc && e->appender_create_query(con, query, n, types, name, names, &app)) {
+		set_error(e, "cannot append to", app ? e->appender_error(app) : name);
+		if (app)
+			e->appender_destroy(&app);
+		app = NULL;
+	} else if (rc) {
+		set_error(e, "cannot append", name);
+	}
+	for (i = 0; i < n; i++)
+		e->destroy_logical_type(&types[i]);
+	return app;
+}
+
+int tv_append(struct tv_engine *e, duckdb_connection con, const char *query,
+	      const char *name, struct tv_arrow_table *t)
 {
 	duckdb_arrow_converted_schema types = NULL;
 	duckdb_appender app = NULL;
 	struct ArrowSchema schema;
 	int64_t first;
-	int rc = -1;
+	int rc;
 
 	if (tv_arrow_schema(t, &schema)) {
 		set_error(e, "out of memory", "");
@@ -358,10 +405,8 @@ int tv_append(struct tv_engine *e, duckdb_connection con, const char *table,
 	}
 	rc = failed(e, e->schema_from_arrow(con, &schema, &types), "cannot read the scanner's table");
 	schema.release(&schema);
-	if (!rc && e->appender_create_ext(con, "temp", "main", table, &app)) {
-		set_error(e, "cannot append to", app ? e->appender_error(app) : table);
+	if (!rc && !(app = query_appender(e, con, query, name, t)))
 		rc = -1;
-	}
 	/* a data chunk holds at most a vector's rows */
 	for (first = 0; !rc && first < t->rows; first += TV_VECTOR) {
 		int64_t rows = t->rows - first < TV_VECTOR ? t->rows - first : TV_VECTOR;

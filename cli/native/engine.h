@@ -32,7 +32,14 @@ typedef struct {
 	void *internal;
 } duckdb_result;
 
+/* duckdb.h's DUCKDB_TYPE */
 #define DUCKDB_TYPE_INTEGER 4
+#define DUCKDB_TYPE_BIGINT 5
+#define DUCKDB_TYPE_UTINYINT 6
+#define DUCKDB_TYPE_USMALLINT 7
+#define DUCKDB_TYPE_UINTEGER 8
+#define DUCKDB_TYPE_DOUBLE 11
+#define DUCKDB_TYPE_VARCHAR 17
 
 struct tv_engine {
 	int (*create_config)(duckdb_config *config);
@@ -80,8 +87,9 @@ struct tv_engine {
 	_Bool (*error_data_has_error)(duckdb_error_data err);
 	const char *(*error_data_message)(duckdb_error_data err);
 	void (*destroy_error_data)(duckdb_error_data *err);
-	int (*appender_create_ext)(duckdb_connection con, const char *catalog, const char *schema,
-				   const char *table, duckdb_appender *out);
+	int (*appender_create_query)(duckdb_connection con, const char *query, idx_t ncols,
+				     duckdb_logical_type *types, const char *name,
+				     const char **names, duckdb_appender *out);
 	int (*append_data_chunk)(duckdb_appender app, duckdb_data_chunk chunk);
 	const char *(*appender_error)(duckdb_appender app);
 	int (*appender_close)(duckdb_appender app);
@@ -141,12 +149,16 @@ int tv_run(struct tv_stmt *s, duckdb_result *res);
 /* Read @stream's table as view @name of @con's default database; 0, or -1. */
 int tv_register(struct tv_engine *e, duckdb_connection con, const char *name, void *stream);
 
-#define TV_VECTOR 2048	/* DuckDB's rows a vector */
+#define TV_VECTOR 2048		/* DuckDB's rows a vector */
+#define TV_MAX_COLUMNS 128	/* a scanner's table has fewer */
 struct tv_arrow_table;
 
-/* @t's rows appended to @con's temporary table @table, its columns as @t's; 0, or -1. */
-int tv_append(struct tv_engine *e, duckdb_connection con, const char *table,
-	      struct tv_arrow_table *t);
+/*
+ * @query run over @t's rows, which it reads as table @name (DuckDB's query
+ * appender, Arrow arrays as data chunks): 0, or -1 with e->error.
+ */
+int tv_append(struct tv_engine *e, duckdb_connection con, const char *query,
+	      const char *name, struct tv_arrow_table *t);
 
 /* The text of tcpvar's SQL file @rel under @root, malloc'd; NULL if unreadable. */
 char *tv_read_file(const char *root, const char *rel, size_t *len);

@@ -316,34 +316,24 @@ static char *sql_file(struct tv_load *l, struct tv_store *s, const char *rel)
 }
 
 /*
- * The scanner's table @t into the temporary table @name of @con: made by
- * the first copy (@make), from a view the side connection makes of it;
- * appended to by the others, after emptying it. (A query that reads some
- * columns of a stream through DuckDB's Arrow scan of the C API reads the
- * wrong ones: the statements prepared for the tables read them whole.)
+ * The scanner's table @t as the temporary table @name of @con, from a view
+ * the side connection makes of it. (A query that reads some columns of a
+ * stream through DuckDB's Arrow scan of the C API reads the wrong ones: the
+ * table is made of all of them.)
  */
 static int copy_table(struct tv_load *l, struct tv_store *s, duckdb_connection con,
-		      const char *name, struct tv_arrow_table *t, int make)
+		      const char *name, struct tv_arrow_table *t)
 {
 	struct ArrowArrayStream stream = {0};
-	char sql[256];
+	char sql[256], view[64];
 	int rc = 0;
 
-	if (!make) {
-		snprintf(sql, sizeof(sql), "DELETE FROM %s", name);
-		if ((l->copied && tv_exec(s->e, con, sql)) || tv_append(s->e, con, name, t))
-			rc = fail(l, "%s", s->e->error);
-		tv_arrow_put(t);
-		return rc;
-	}
-	snprintf(sql, sizeof(sql), "CREATE OR REPLACE TEMP TABLE %s AS "
-		 "FROM memory.main.%s_arrow", name, name);
+	snprintf(view, sizeof(view), "%s_arrow", name);
+	snprintf(sql, sizeof(sql), "CREATE OR REPLACE TEMP TABLE %s AS FROM memory.main.%s",
+		 name, view);
 	if (tv_arrow_stream(t, &stream) < 0) {
 		rc = fail(l, "out of memory");
 	} else {
-		char view[64];
-
-		snprintf(view, sizeof(view), "%s_arrow", name);
 		if (tv_register(s->e, s->side, view, &stream) || tv_exec(s->e, con, sql))
 			rc = fail(l, "%s", s->e->error);
 		snprintf(sql, sizeof(sql), "DROP VIEW IF EXISTS %s", view);
@@ -354,53 +344,47 @@ static int copy_table(struct tv_load *l, struct tv_store *s, duckdb_connection c
 	return rc;
 }
 
-static const char *const capture_tables[] = {"_tv_conns", "_tv_stats", "_tv_events"};
-static const char *const insert_files[] = {
-	"ingest/sql/capture_connections.sql", "ingest/sql/capture_counters.sql",
-	"ingest/sql/capture_events.sql",
+/* the statements of the capture's rows, each over a scanner's table by its name */
+static const struct {
+	const char *file, *table;
+} inserts[] = {
+	{"ingest/sql/capture_connections.sql", "_tv_conns"},
+	{"ingest/sql/capture_counters.sql", "_tv_stats"},
+	{"ingest/sql/capture_events.sql", "_tv_events"},
 };
 
 int tv_load_plan(struct tv_load *l, struct tv_store *s)
 {
-	struct tv_flow_opts none = {0};
-	struct tv_arrow_table *t[3] = {NULL, NULL, NULL};
-	struct tv_flows *f = tv_flows_new(&none);
 	char *sql;
-	int i, rc = 0;
+	int i;
 
-	/* the scanner's tables, empty, for the statements to read them from */
-	t[2] = f ? tv_events_table(f) : NULL;
-	if (!t[2] || tv_conn_tables(NULL, 0, &t[0], &t[1]))
-		rc = fail(l, "out of memory");
-	if (f)
-		tv_flows_free(f);
-	for (i = 0; i < 3; i++) {
-		if (t[i] && rc)
-			tv_arrow_put(t[i]);
-		else if (t[i] && copy_table(l, s, s->con, capture_tables[i], t[i], 1))
-			rc = -1;
-	}
-	for (i = 0; i < 3 && !rc; i++)
-		if (!(l->inserts[i] = sql_file(l, s, insert_files[i])))
-			rc = -1;
+	for (i = 0; i < 3; i++)
+		if (!(l->inserts[i] = sql_file(l, s, inserts[i].file)))
+			return -1;
 	/* its text bound as text: the one statement planned ahead */
-	sql = rc ? NULL : sql_file(l, s, "ingest/sql/capture_complete.sql");
-	if (sql && tv_prepare(s->e, s->con, sql, &l->complete))
-		rc = fail(l, "%s", s->e->error);
+	sql = sql_file(l, s, "ingest/sql/capture_complete.sql");
+	if (!sql)
+		return -1;
+	i = tv_prepare(s->e, s->con, sql, &l->complete);
 	free(sql);
-	return rc || sql ? rc : -1;
+	return i ? fail(l, "%s", s->e->error) : 0;
 }
 
-/* Insert statement @which for the capture: 0, or -1 */
-static int run_insert(struct tv_load *l, struct tv_store *s, int which)
+/* Insert statement @which for the capture over the scanner's table @t, unless @rc: 0, or -1 */
+static int insert(struct tv_load *l, struct tv_store *s, int which, struct tv_arrow_table *t,
+		  int rc)
 {
 	static const char *const id[] = {"1"};
 	int64_t value = l->capture_id;
-	char *sql = tv_sql_ints(l->inserts[which], id, &value, 1);
-	int rc = sql ? tv_exec(s->e, s->con, sql) : -1;
+	char *sql = rc ? NULL : tv_sql_ints(l->inserts[which], id, &value, 1);
 
+	if (sql && tv_append(s->e, s->con, sql, inserts[which].table, t))
+		rc = fail(l, "%s", s->e->error);
+	else if (!rc && !sql)
+		rc = fail(l, "out of memory");
 	free(sql);
-	return rc ? fail(l, "%s", sql ? s->e->error : "out of memory") : 0;
+	tv_arrow_put(t);
+	return rc;
 }
 
 /* Connections and their counters, and @events unless NULL, in a transaction begun here */
@@ -410,18 +394,11 @@ static int insert_connections(struct tv_load *l, struct tv_store *s,
 {
 	int rc = tv_exec(s->e, s->con, "BEGIN TRANSACTION") ? fail(l, "%s", s->e->error) : 0;
 
-	/* appended in the transaction: an append of its own would commit */
-	rc |= copy_table(l, s, s->con, capture_tables[0], conns, 0);
-	rc |= copy_table(l, s, s->con, capture_tables[1], stats, 0);
-	if (events)
-		rc |= copy_table(l, s, s->con, capture_tables[2], events, 0);
-	if (!rc)
-		rc = run_insert(l, s, 0);
-	if (!rc)
-		rc = run_insert(l, s, 1);
-	if (!rc && events)
-		rc = run_insert(l, s, 2);
-	return rc ? -1 : 0;
+	/* each insert in the transaction: an append of its own would commit */
+	l->connections += conns->rows;
+	rc = insert(l, s, 0, conns, rc);
+	rc = insert(l, s, 1, stats, rc);
+	return events ? insert(l, s, 2, events, rc) : rc;
 }
 
 /* Connections retired during the scan, in a transaction of their own */
@@ -440,7 +417,6 @@ static int store_retired(struct tv_load *l, struct tv_store *s, struct tv_handed
 	}
 	l->limited = 1;
 	rc = insert_connections(l, s, it->conns, it->stats, NULL);
-	l->copied = 1;		/* the tables hold the rows retired */
 
 	if (tv_exec(s->e, s->con, rc ? "ROLLBACK" : "COMMIT") && !rc)
 		rc = fail(l, "%s", s->e->error);
@@ -590,7 +566,7 @@ static int series_start(struct tv_load *l, struct tv_store *s, struct series *se
 		return fail(l, "cannot start the throughput series");
 	if (se->from_scan) {
 		t = tv_series_table(&l->scan.series);
-		if (!t || copy_table(l, s, se->con, "tv_sums", t, 1)) {
+		if (!t || copy_table(l, s, se->con, "tv_sums", t)) {
 			s->e->disconnect(&se->con);
 			return l->error[0] ? -1 : fail(l, "out of memory");
 		}
@@ -725,7 +701,6 @@ static int update_capture(struct tv_load *l, struct tv_store *s, int with_series
 static int complete(struct tv_load *l, struct tv_store *s, struct series *se, int truncated)
 {
 	struct tv_arrow_table *conns = NULL, *stats = NULL, *events = NULL;
-	int64_t n = 0;
 	int rc = 0, series_rc;
 
 	events = tv_events_table(l->scan.flows);
@@ -736,9 +711,6 @@ static int complete(struct tv_load *l, struct tv_store *s, struct series *se, in
 	}
 	if (!rc)
 		rc = insert_connections(l, s, conns, stats, events);
-	if (!rc && tv_exec_int(s->e, s->con, "SELECT count(*) FROM connections", &n))
-		rc = fail(l, "%s", s->e->error);
-	l->connections = (long)n;
 	series_rc = se ? series_end(l, s, se) : 0;
 	rc = rc ? rc : series_rc;
 	if (!rc)

@@ -49,11 +49,10 @@ struct tv_load {
 	int copies_failed;
 
 	int limited;			/* DuckDB's memory held down for the retired */
-	int copied;			/* the scanner's tables hold earlier rows */
 	char *inserts[3];		/* the statements of its rows (ingest/sql) */
 	struct tv_stmt complete;	/* its row completed, planned while it is read */
 	long capture_id;
-	long connections;
+	long connections;		/* stored */
 	char *warning;			/* the capture's, malloc'd; NULL when none */
 	char error[640];
 };
