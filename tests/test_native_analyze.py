@@ -306,3 +306,63 @@ def test_a_link_planted_where_the_store_goes_is_never_written_through(native, tm
     assert got.returncode == 99 and b"not a new store" in got.stderr
     run([native, "analyze", "-q", "--db", db, OWN_CAPTURES[0]])
     assert victim.read_bytes() == b"somebody's file\n"
+
+
+def _watch(proc: subprocess.Popen, until) -> tuple[bytes, bytes, int]:
+    """Its command line, environment and huge pages (kB, /proc/PID/smaps_rollup)
+    once @until(command line) holds; the same PID runs each exec."""
+    proc_dir = Path(f"/proc/{proc.pid}")
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            cmdline, environ = (proc_dir / "cmdline").read_bytes(), \
+                (proc_dir / "environ").read_bytes()
+            rollup = (proc_dir / "smaps_rollup").read_text()
+        except OSError:
+            continue
+        if until(cmdline):
+            huge = [int(line.split()[1]) for line in rollup.splitlines()
+                    if line.startswith("AnonHugePages:")]
+            return cmdline, environ, huge[0] if huge else 0
+        time.sleep(0.001)
+    pytest.fail("the command ended before it was seen")
+
+
+def test_it_starts_again_with_malloc_in_huge_pages(native, many_connections, tmp_path):
+    """The native front end runs with glibc's malloc asking for transparent
+    huge pages (its tunable, read at a process's start): the kernel's
+    accounting shows them in use (this machine gives them on request), and
+    the tunables the user set are kept beside it."""
+    if "[madvise]" not in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
+        pytest.fail("this machine's transparent huge pages are not given on request")
+    proc = subprocess.Popen([str(native), "analyze", "-q", "--stats-only", "--db",
+                             str(tmp_path / "t.duckdb"), str(many_connections)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "GLIBC_TUNABLES": "glibc.malloc.check=0"})
+    time.sleep(1.0)          # the scan's rings and DuckDB's instance in place
+    _, environ, huge = _watch(proc, lambda cmdline: True)
+    assert proc.wait(timeout=300) == 0, proc.stderr.read()
+    # (the dynamic loader, parsing the tunables, writes a NUL over each ':')
+    assert any(environ.find(b"GLIBC_TUNABLES=glibc.malloc.check=0" + sep +
+                            b"glibc.malloc.hugetlb=1\0") >= 0 for sep in (b":", b"\0"))
+    assert huge > 0
+
+
+def test_the_python_command_gets_the_users_tunables(native, tmp_path):
+    """A capture the native front end starts on, then leaves to the Python
+    command (it is no capture): Python runs with GLIBC_TUNABLES as the user
+    set it, and without it when the user set none."""
+    capture = tmp_path / "not_a_capture.pcap"
+    capture.write_bytes(b"these bytes are no capture at all\n" * 100)
+    for given in ("glibc.malloc.check=0", None):
+        env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+        if given:
+            env["GLIBC_TUNABLES"] = given
+        proc = subprocess.Popen([str(native), "analyze", "-q", "--db",
+                                 str(tmp_path / f"{given}.duckdb"), str(capture)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        _, environ, _ = _watch(proc, lambda cmdline: b"python" in cmdline.split(b"\0")[0])
+        assert proc.wait(timeout=120) == 3
+        tunables = [v for v in environ.split(b"\0") if v.startswith(b"GLIBC_TUNABLES=")]
+        assert tunables == ([f"GLIBC_TUNABLES={given}".encode()] if given else [])
+        assert b"TCPVAR_GLIBC_TUNABLES_WERE" not in environ
