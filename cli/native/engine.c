@@ -60,7 +60,7 @@ static void set_error(struct tv_engine *e, const char *what, const char *why)
 	size_t i, j = 0;
 	int space = 0;
 
-	j = (size_t)snprintf(e->error, sizeof(e->error), "%s: ", what);
+	j = (size_t)snprintf(e->error, sizeof(e->error), why && *why ? "%s: " : "%s", what);
 	for (i = 0; why && why[i] && j + 1 < sizeof(e->error); i++) {
 		if (why[i] == ' ' || why[i] == '\n' || why[i] == '\t') {
 			space = 1;
@@ -138,17 +138,23 @@ duckdb_connection tv_engine_connect(struct tv_engine *e)
 	return con;
 }
 
+int tv_query(struct tv_engine *e, duckdb_connection con, const char *sql, duckdb_result *res)
+{
+	if (!e->query(con, sql, res))
+		return 0;
+	set_error(e, "query failed", e->result_error(res));
+	e->destroy_result(res);
+	return -1;
+}
+
 int tv_exec(struct tv_engine *e, duckdb_connection con, const char *sql)
 {
 	duckdb_result res;
-	int rc = 0;
 
-	if (e->query(con, sql, &res)) {
-		set_error(e, "query failed", e->result_error(&res));
-		rc = -1;
-	}
+	if (tv_query(e, con, sql, &res))
+		return -1;
 	e->destroy_result(&res);
-	return rc;
+	return 0;
 }
 
 int tv_exec_int(struct tv_engine *e, duckdb_connection con, const char *sql, int64_t *out)
@@ -400,7 +406,7 @@ int tv_append(struct tv_engine *e, duckdb_connection con, const char *query,
 	int rc;
 
 	if (tv_arrow_schema(t, &schema)) {
-		set_error(e, "out of memory", "");
+		set_error(e, "out of memory", NULL);
 		return -1;
 	}
 	rc = failed(e, e->schema_from_arrow(con, &schema, &types), "cannot read the scanner's table");
@@ -414,7 +420,7 @@ int tv_append(struct tv_engine *e, duckdb_connection con, const char *query,
 		struct ArrowArray part;
 
 		if (tv_arrow_rows(t, first, rows, &part)) {
-			set_error(e, "out of memory", "");
+			set_error(e, "out of memory", NULL);
 			rc = -1;
 			break;
 		}

@@ -110,6 +110,8 @@ int tv_engine_open(struct tv_engine *e, const char *libpython, const char *path)
 /* A new connection to the instance; NULL with the reason in e->error. */
 duckdb_connection tv_engine_connect(struct tv_engine *e);
 
+/* Run @sql, its result in @res (destroy it after); 0, or -1 with DuckDB's words in e->error. */
+int tv_query(struct tv_engine *e, duckdb_connection con, const char *sql, duckdb_result *res);
 /* Run @sql (one or several statements); 0, or -1 with DuckDB's words in e->error. */
 int tv_exec(struct tv_engine *e, duckdb_connection con, const char *sql);
 /* The first column of @sql's first row as an integer in @out; 0, or -1. */

@@ -192,14 +192,12 @@ static int rows_of(struct tv_table *t, const char *sql, int64_t first, int64_t l
 {
 	int64_t values[] = {t->capture_id, first, last};
 	char *text = tv_sql_ints(sql, range, values, 3);
-	int rc = text ? t->e->query(t->con, text, res) : -1;
+	int rc = text ? tv_query(t->e, t->con, text, res) : -1;
 
-	if (rc && text)
-		snprintf(t->e->error, sizeof(t->e->error), "%s", t->e->result_error(res));
-	if (rc && text)
-		t->e->destroy_result(res);
+	if (!text)
+		snprintf(t->e->error, sizeof(t->e->error), "out of memory");
 	free(text);
-	return rc ? -1 : 0;
+	return rc;
 }
 
 /*
