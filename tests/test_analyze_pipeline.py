@@ -45,9 +45,10 @@ def test_the_tables_rows_are_the_conn_stats_views(store, analyzed):
     computes from the tables what the conn_stats view computes: on every
     capture of ours and the shared collection, its columns are connections.sql's
     endpoints and SUMMARY_STATS, in that query's order, with the same values."""
-    from conftest import OWN_CAPTURES, SHARED_CAPTURES
     from tcpvar.analyzers.connections import ENDS, SUMMARY_STATS
     from tcpvar.analyzers.sqlfiles import sql
+
+    from conftest import OWN_CAPTURES, SHARED_CAPTURES
 
     analyzed(OWN_CAPTURES[0])           # every capture into the session's store
     ids = [r[0] for r in store.con.execute("SELECT capture_id FROM captures").fetchall()]
