@@ -411,8 +411,10 @@ int tv_append(struct tv_engine *e, duckdb_connection con, const char *query,
 	}
 	rc = failed(e, e->schema_from_arrow(con, &schema, &types), "cannot read the scanner's table");
 	schema.release(&schema);
-	if (!rc && !(app = query_appender(e, con, query, name, t)))
-		rc = -1;
+	if (!rc) {
+		app = query_appender(e, con, query, name, t);
+		rc = app ? 0 : -1;
+	}
 	/* a data chunk holds at most a vector's rows */
 	for (first = 0; !rc && first < t->rows; first += TV_VECTOR) {
 		int64_t rows = t->rows - first < TV_VECTOR ? t->rows - first : TV_VECTOR;

@@ -358,9 +358,11 @@ int tv_load_plan(struct tv_load *l, struct tv_store *s)
 	char *sql;
 	int i;
 
-	for (i = 0; i < 3; i++)
-		if (!(l->inserts[i] = sql_file(l, s, inserts[i].file)))
+	for (i = 0; i < 3; i++) {
+		l->inserts[i] = sql_file(l, s, inserts[i].file);
+		if (!l->inserts[i])
 			return -1;
+	}
 	/*
 	 * DuckDB parses its whole SQL grammar the first time it spells out an
 	 * identifier (to name an unnamed column): milliseconds, spent here while
