@@ -318,7 +318,8 @@ def _watch(proc: subprocess.Popen, until) -> tuple[bytes, bytes, int]:
             cmdline, environ = (proc_dir / "cmdline").read_bytes(), \
                 (proc_dir / "environ").read_bytes()
             rollup = (proc_dir / "smaps_rollup").read_text()
-        except OSError:
+        except OSError:         # between two execs
+            time.sleep(0.001)
             continue
         if until(cmdline):
             huge = [int(line.split()[1]) for line in rollup.splitlines()

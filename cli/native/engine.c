@@ -2,6 +2,7 @@
 /*
  * engine.c - DuckDB's C API from the duckdb wheel's engine module (engine.h).
  */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -298,12 +299,6 @@ int tv_register(struct tv_engine *e, duckdb_connection con, const char *name, vo
 	return 0;
 }
 
-static int word_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_';
-}
-
 char *tv_sql_ints(const char *sql, const char *const *names, const int64_t *values, int n)
 {
 	size_t size = strlen(sql) + 1, used = 0;
@@ -320,7 +315,8 @@ char *tv_sql_ints(const char *sql, const char *const *names, const int64_t *valu
 			for (i = 0; i < n; i++) {
 				size_t k = strlen(names[i]);
 
-				if (!strncmp(p + 1, names[i], k) && !word_char(p[1 + k]))
+				if (!strncmp(p + 1, names[i], k) &&
+				    !isalnum((unsigned char)p[1 + k]) && p[1 + k] != '_')
 					break;
 			}
 		if (i < n) {
@@ -375,9 +371,10 @@ static duckdb_appender query_appender(struct tv_engine *e, duckdb_connection con
 	int rc = n > TV_MAX_COLUMNS ? -1 : 0;
 
 	for (i = 0; !rc && i < n; i++) {
+		int type = duckdb_type(t->cols[i].type);
+
 		names[i] = t->cols[i].name;
-		types[i] = duckdb_type(t->cols[i].type) ?
-			   e->create_logical_type(duckdb_type(t->cols[i].type)) : NULL;
+		types[i] = type ? e->create_logical_type(type) : NULL;
 		if (!types[i]) {
 			n = i;
 			rc = -1;
