@@ -14,7 +14,8 @@ the main one) ran, and the spans of more than 2 ms in which the main thread
 took no sample. "Waits" is the span in which the scan ended: the main
 thread blocked until the scanner was done (0 ms: the main thread was the
 later one; on a capture scanned in a few ms the span can be another wait
-that the scan's end falls into).
+that the scan's end falls into). Run it on a quiet host: on a busy one
+the main thread is preempted every few ms, and the gaps are the host's.
 Needs perf (linux-perf) and the native front end on PATH as `tcpvar`.
 """
 from __future__ import annotations
@@ -55,8 +56,7 @@ def one_round(tcpvar: str, capture: Path, stats_only: bool, tmp: Path) -> dict:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     by = samples(data)
     main = min(by, key=lambda tid: by[tid][0])
-    others = sorted((t for t in by if t != main), key=lambda t: -len(by[t]))
-    scan = by[others[0]] if others else [0.0]
+    scan = max((t for tid, t in by.items() if tid != main), key=len, default=[0.0])
     ms = by[main]
     gaps = [(a, b) for a, b in zip(ms, ms[1:]) if b - a > GAP_S]
     # the main thread's wait: the gap it leaves as the scan ends
