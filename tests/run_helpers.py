@@ -2,6 +2,7 @@
 left (and not left) behind."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 ARTEFACTS = ("manifest.json", "sender.pcap", "bottleneck.pcap", "tcp_probe.csv",
@@ -40,6 +42,22 @@ def tcpvar_run(tmp_path: Path, *args, timeout: float = 900, env: dict | None = N
                           timeout=timeout, env=env)
     doc = json.loads(proc.stdout) if proc.stdout.strip() else None
     return proc.returncode, doc, proc.stderr
+
+
+@contextlib.contextmanager
+def side_by_side(**jobs):
+    """Start each of @jobs (name=function of no arguments) in a thread, two
+    at a time (one per host core), and yield name -> Future of its result;
+    on leaving, wait for those that started. For micro-VM runs on virtual
+    time, whose results do not depend on how busy the host is (test_clock):
+    running them together changes how long a module takes, not what it sees."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures: dict[str, Future] = {name: pool.submit(job) for name, job in jobs.items()}
+        try:
+            yield futures
+        finally:
+            for future in futures.values():
+                future.cancel()
 
 
 def interrupted_run(tmp_path: Path, *args, samples: int = 3, wait_s: float = 300,

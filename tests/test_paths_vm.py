@@ -13,8 +13,8 @@ import pytest
 
 from tshark_truth import count, fields
 
-from conftest import tcpvar_main
-from run_helpers import netem_delays, queues, tcpvar_run
+from conftest import tcpvar_main, tcpvar_process
+from run_helpers import netem_delays, queues, side_by_side, tcpvar_run
 
 pytestmark = pytest.mark.slow
 
@@ -37,13 +37,51 @@ def p95(xs: list[float]) -> float:
 
 
 @pytest.fixture(scope="module")
-def aqm_study(tmp_path_factory):
-    """Two CUBIC flows at 20 and 80 ms through a 10-BDP buffer, drop-tail,
-    fq_codel and RED: one boot, three runs."""
-    tmp = tmp_path_factory.mktemp("aqm")
-    r = tcpvar_main("sweep", "--name", "aqm", "--aqm", "bfifo,fq_codel,red", "--cc", "cubic+cubic",
-                    "--rtt", "20+80", "--buffer", "10bdp", *PATH, "--backend", "vm",
-                    "--json", "-q", "--db", tmp / "t.duckdb", "--out", tmp / "runs", cwd=tmp)
+def started(tmp_path_factory):
+    """The runs of this file, started together at its first test, two at a
+    time (side_by_side): name -> Future of (folder, what the command gave)."""
+    def job(name: str, run):
+        tmp = tmp_path_factory.mktemp(name)
+        return lambda: (tmp, run(tmp))
+
+    with side_by_side(
+            # two CUBIC flows at 20 and 80 ms through a 10-BDP buffer,
+            # drop-tail, fq_codel and RED: one boot, three runs
+            aqm=job("aqm", lambda tmp: tcpvar_process(
+                "sweep", "--name", "aqm", "--aqm", "bfifo,fq_codel,red", "--cc", "cubic+cubic",
+                "--rtt", "20+80", "--buffer", "10bdp", *PATH, "--backend", "vm", "--json", "-q",
+                "--db", tmp / "t.duckdb", "--out", tmp / "runs", cwd=tmp, timeout=1800)),
+            # DCTCP (ECN on, as the kernel always has it) and CUBIC with ECN
+            # asked for, through CoDel, which marks
+            ecn=job("ecn", lambda tmp: tcpvar_run(
+                tmp, "--backend", "vm", "--cc", "dctcp,cubic", "--ecn", "on", "--aqm", "codel",
+                "--rtt", 20, "--buffer", "2bdp", *PATH)),
+            # a CUBIC flow at 20 ms, and one at 60 ms the other way through a
+            # 5 Mbit/s reverse bottleneck; CoDel marks both ways
+            reverse=job("reverse", lambda tmp: tcpvar_run(
+                tmp, "--backend", "vm", "--cc", "cubic,cubic", "--reverse", 1, "--rtt", "20,60",
+                "--bw-reverse", "5mbit", "--aqm", "codel", "--ecn", "on", "--buffer", "2bdp",
+                *PATH)),
+            # two hops: a CUBIC flow at 30 ms through both, cross flows at
+            # 20 ms (hop 1) and 60 ms (hop 2)
+            parking=job("parking", lambda tmp: tcpvar_run(
+                tmp, "--backend", "vm", "--cc", "cubic", "--topology", "parking-lot",
+                "--hops", 2, "--rtt", "30,20,60", *PATH)),
+    ) as runs:
+        yield runs
+
+
+def the_run(started, name: str):
+    """(folder, the one run) of the started `tcpvar run` @name, which must have passed."""
+    tmp, (rc, doc, err) = started[name].result()
+    assert rc == 0, err
+    (run,) = doc["runs"]
+    return tmp, run
+
+
+@pytest.fixture(scope="module")
+def aqm_study(started):
+    tmp, r = started["aqm"].result()
     assert r.returncode == 0, r.stderr
     runs = json.loads(r.stdout)["runs"]
     assert [x["status"] for x in runs] == ["complete"] * 3
@@ -119,15 +157,8 @@ def test_fq_codel_keeps_the_delay_down(aqm_study):
 
 
 @pytest.fixture(scope="module")
-def ecn_run(tmp_path_factory):
-    """DCTCP (ECN on, as the kernel always has it) and CUBIC with ECN asked
-    for, through CoDel, which marks."""
-    tmp = tmp_path_factory.mktemp("ecn")
-    rc, doc, err = tcpvar_run(tmp, "--backend", "vm", "--cc", "dctcp,cubic", "--ecn", "on",
-                              "--aqm", "codel", "--rtt", 20, "--buffer", "2bdp", *PATH)
-    assert rc == 0, err
-    (run,) = doc["runs"]
-    return tmp, run
+def ecn_run(started):
+    return the_run(started, "ecn")
 
 
 def test_codel_marks_and_the_capture_sees_the_marks(ecn_run):
@@ -173,16 +204,8 @@ def test_each_sender_hears_its_marks(ecn_run):
 
 
 @pytest.fixture(scope="module")
-def reverse_run(tmp_path_factory):
-    """A CUBIC flow at 20 ms, and one at 60 ms the other way through a
-    5 Mbit/s reverse bottleneck; CoDel marks both ways."""
-    tmp = tmp_path_factory.mktemp("reverse")
-    rc, doc, err = tcpvar_run(tmp, "--backend", "vm", "--cc", "cubic,cubic", "--reverse", 1,
-                              "--rtt", "20,60", "--bw-reverse", "5mbit", "--aqm", "codel",
-                              "--ecn", "on", "--buffer", "2bdp", *PATH)
-    assert rc == 0, err
-    (run,) = doc["runs"]
-    return tmp, run
+def reverse_run(started):
+    return the_run(started, "reverse")
 
 
 def test_a_reverse_flow_has_its_own_rtt(reverse_run):
@@ -219,15 +242,8 @@ def test_the_reverse_queue_marks_the_reverse_data(reverse_run):
 
 
 @pytest.fixture(scope="module")
-def parking_lot(tmp_path_factory):
-    """Two hops: a CUBIC flow at 30 ms through both, cross flows at 20 ms
-    (hop 1) and 60 ms (hop 2)."""
-    tmp = tmp_path_factory.mktemp("parking")
-    rc, doc, err = tcpvar_run(tmp, "--backend", "vm", "--cc", "cubic", "--topology",
-                              "parking-lot", "--hops", 2, "--rtt", "30,20,60", *PATH)
-    assert rc == 0, err
-    (run,) = doc["runs"]
-    return tmp, run
+def parking_lot(started):
+    return the_run(started, "parking")
 
 
 def test_each_flow_of_the_parking_lot_has_its_own_rtt(parking_lot):
