@@ -45,19 +45,30 @@ def tcpvar_run(tmp_path: Path, *args, timeout: float = 900, env: dict | None = N
 
 
 @contextlib.contextmanager
-def side_by_side(**jobs):
-    """Start each of @jobs (name=function of no arguments) in a thread, two
-    at a time (one per host core), and yield name -> Future of its result;
-    on leaving, wait for those that started. For micro-VM runs on virtual
-    time, whose results do not depend on how busy the host is (test_clock):
-    running them together changes how long a module takes, not what it sees."""
+def side_by_side(tmp_path_factory, **jobs):
+    """Start each of @jobs (name=function of a new folder) in a thread, two
+    at a time (one per host core), and yield name -> Future of (folder, its
+    result); on leaving, wait for those that started. For micro-VM runs on
+    virtual time, whose results do not depend on how busy the host is
+    (test_clock): running them together changes how long a module takes,
+    not what it sees."""
+    folders = {name: tmp_path_factory.mktemp(name) for name in jobs}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        futures: dict[str, Future] = {name: pool.submit(job) for name, job in jobs.items()}
+        futures: dict[str, Future] = {
+            name: pool.submit(lambda job=job, folder=folders[name]: (folder, job(folder)))
+            for name, job in jobs.items()}
         try:
             yield futures
         finally:
             for future in futures.values():
                 future.cancel()
+
+
+def run_passed(future: Future) -> tuple[Path, dict]:
+    """(folder, JSON document) of a side_by_side tcpvar_run, which must have exited 0."""
+    folder, (rc, doc, err) = future.result()
+    assert rc == 0, err
+    return folder, doc
 
 
 def interrupted_run(tmp_path: Path, *args, samples: int = 3, wait_s: float = 300,

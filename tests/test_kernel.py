@@ -286,8 +286,8 @@ def test_cli_kernel_path():
     image, tc = patched_kernel(build=True), patched_tc(build=True)
     done = subprocess.run([sys.executable, "-m", "tcpvar.cli", "kernel", "path"],
                           capture_output=True, text=True, check=False)
-    assert f"kernel: {image}" in done.stdout.splitlines(), (done.stdout, done.stderr)
-    assert f"tc: {tc}" in done.stdout.splitlines(), (done.stdout, done.stderr)
+    lines = done.stdout.splitlines()
+    assert f"kernel: {image}" in lines and f"tc: {tc}" in lines, (done.stdout, done.stderr)
 
 
 def test_errors_are_one_line(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from tshark_truth import count, fields
 
 from conftest import tcpvar_main, tcpvar_process
-from run_helpers import netem_delays, queues, side_by_side, tcpvar_run
+from run_helpers import netem_delays, queues, run_passed, side_by_side, tcpvar_run
 
 pytestmark = pytest.mark.slow
 
@@ -40,41 +40,37 @@ def p95(xs: list[float]) -> float:
 def started(tmp_path_factory):
     """The runs of this file, started together at its first test, two at a
     time (side_by_side): name -> Future of (folder, what the command gave)."""
-    def job(name: str, run):
-        tmp = tmp_path_factory.mktemp(name)
-        return lambda: (tmp, run(tmp))
-
     with side_by_side(
+            tmp_path_factory,
             # two CUBIC flows at 20 and 80 ms through a 10-BDP buffer,
             # drop-tail, fq_codel and RED: one boot, three runs
-            aqm=job("aqm", lambda tmp: tcpvar_process(
+            aqm=lambda tmp: tcpvar_process(
                 "sweep", "--name", "aqm", "--aqm", "bfifo,fq_codel,red", "--cc", "cubic+cubic",
                 "--rtt", "20+80", "--buffer", "10bdp", *PATH, "--backend", "vm", "--json", "-q",
-                "--db", tmp / "t.duckdb", "--out", tmp / "runs", cwd=tmp, timeout=1800)),
+                "--db", tmp / "t.duckdb", "--out", tmp / "runs", cwd=tmp, timeout=1800),
             # DCTCP (ECN on, as the kernel always has it) and CUBIC with ECN
             # asked for, through CoDel, which marks
-            ecn=job("ecn", lambda tmp: tcpvar_run(
+            ecn=lambda tmp: tcpvar_run(
                 tmp, "--backend", "vm", "--cc", "dctcp,cubic", "--ecn", "on", "--aqm", "codel",
-                "--rtt", 20, "--buffer", "2bdp", *PATH)),
+                "--rtt", 20, "--buffer", "2bdp", *PATH),
             # a CUBIC flow at 20 ms, and one at 60 ms the other way through a
             # 5 Mbit/s reverse bottleneck; CoDel marks both ways
-            reverse=job("reverse", lambda tmp: tcpvar_run(
+            reverse=lambda tmp: tcpvar_run(
                 tmp, "--backend", "vm", "--cc", "cubic,cubic", "--reverse", 1, "--rtt", "20,60",
                 "--bw-reverse", "5mbit", "--aqm", "codel", "--ecn", "on", "--buffer", "2bdp",
-                *PATH)),
+                *PATH),
             # two hops: a CUBIC flow at 30 ms through both, cross flows at
             # 20 ms (hop 1) and 60 ms (hop 2)
-            parking=job("parking", lambda tmp: tcpvar_run(
+            parking=lambda tmp: tcpvar_run(
                 tmp, "--backend", "vm", "--cc", "cubic", "--topology", "parking-lot",
-                "--hops", 2, "--rtt", "30,20,60", *PATH)),
+                "--hops", 2, "--rtt", "30,20,60", *PATH),
     ) as runs:
         yield runs
 
 
 def the_run(started, name: str):
     """(folder, the one run) of the started `tcpvar run` @name, which must have passed."""
-    tmp, (rc, doc, err) = started[name].result()
-    assert rc == 0, err
+    tmp, doc = run_passed(started[name])
     (run,) = doc["runs"]
     return tmp, run
 

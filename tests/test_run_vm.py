@@ -20,6 +20,7 @@ from run_helpers import (
     close,
     interrupted_run,
     processes_mentioning,
+    run_passed,
     side_by_side,
     tcpvar_run,
 )
@@ -42,47 +43,41 @@ def started(tmp_path_factory):
     """The runs whose tests only read what they left, started together at
     the first such test, two at a time (side_by_side): name -> Future of
     (folder, (exit status, JSON document, stderr))."""
-    def job(name: str, *args):
-        tmp = tmp_path_factory.mktemp(name)
-        return lambda: (tmp, tcpvar_run(tmp, *args))
-
     with side_by_side(
+            tmp_path_factory,
             # the README's main job, shortened, on the vm backend
-            main_job=job("vm", "--backend", "vm", "--cc", "cubic", "--rtt", 100,
-                         "--duration", 20, "--bw", "20mbit"),
+            main_job=lambda tmp: tcpvar_run(tmp, "--backend", "vm", "--cc", "cubic",
+                                            "--rtt", 100, "--duration", 20, "--bw", "20mbit"),
             # 12 s: the 13 iperf3 clients start one after another in the
             # guest, and on a busy host the last began 5.7 s after the first
             # (6 s flows then overlapped for 0.3 s)
-            variants=job("variants", "--backend", "vm", "--cc", ",".join(PAPER_VARIANTS),
-                         "--rtt", 20, "--bw", "40mbit", "--duration", 12),
-            fairness=job("fairness", "--backend", "vm", "--cc", "reno", "--mode", "fairness",
-                         "--rtt", 40, "--bw", "20mbit", "--duration", 20),
-            friendliness=job("friendliness", "--backend", "vm", "--cc", "vegas",
-                             "--mode", "friendliness", "--rtt", 40, "--bw", "20mbit",
-                             "--duration", 20),
-            jitter=job("jitter", "--backend", "vm", "--cc", "cubic", "--rtt", 40,
-                       "--jitter", 10, "--bw", "5mbit", "--buffer", "3000", "--duration", 6),
+            variants=lambda tmp: tcpvar_run(tmp, "--backend", "vm",
+                                            "--cc", ",".join(PAPER_VARIANTS), "--rtt", 20,
+                                            "--bw", "40mbit", "--duration", 12),
+            fairness=lambda tmp: tcpvar_run(tmp, "--backend", "vm", "--cc", "reno",
+                                            "--mode", "fairness", "--rtt", 40, "--bw", "20mbit",
+                                            "--duration", 20),
+            friendliness=lambda tmp: tcpvar_run(tmp, "--backend", "vm", "--cc", "vegas",
+                                                "--mode", "friendliness", "--rtt", 40,
+                                                "--bw", "20mbit", "--duration", 20),
+            jitter=lambda tmp: tcpvar_run(tmp, "--backend", "vm", "--cc", "cubic", "--rtt", 40,
+                                          "--jitter", 10, "--bw", "5mbit", "--buffer", "3000",
+                                          "--duration", 6),
             # NGWA mode 5 (congestion window, flow division) and WB-RTO
             # together on the patched kernel users boot (the release flavour;
             # the debug one is tests/test_kernel.py's campaign): two Reno
             # flows through a 100-packet ngwa queue
-            ngwa_wbrto=job("patched", "--cc", "reno", "--mode", "fairness", "--ngwa", 5,
-                           "--wbrto", "medium", "--kernel", "patched", "--bw", "10mbit",
-                           "--rtt", 20, "--buffer", 100, "--duration", 10),
+            ngwa_wbrto=lambda tmp: tcpvar_run(tmp, "--cc", "reno", "--mode", "fairness",
+                                              "--ngwa", 5, "--wbrto", "medium",
+                                              "--kernel", "patched", "--bw", "10mbit",
+                                              "--rtt", 20, "--buffer", 100, "--duration", 10),
     ) as runs:
         yield runs
 
 
-def finished(started, name: str):
-    """(folder, JSON document) of the started run @name, which must have passed."""
-    tmp, (rc, doc, err) = started[name].result()
-    assert rc == 0, err
-    return tmp, doc
-
-
 @pytest.fixture(scope="module")
 def main_job(started):
-    return finished(started, "main_job")[1]
+    return run_passed(started["main_job"])[1]
 
 
 def test_the_vm_runs_debians_kernel(main_job):
@@ -127,7 +122,7 @@ def test_probe_and_artefacts(main_job):
 
 def test_every_variant_of_the_paper_runs(started):
     """One boot, one flow per variant, all through the same bottleneck."""
-    (run,) = finished(started, "variants")[1]["runs"]
+    (run,) = run_passed(started["variants"])[1]["runs"]
     assert [f["cc"] for f in run["flows"]] == list(PAPER_VARIANTS)
     for f in run["flows"]:
         report = json.loads((Path(run["dir"]) / f"iperf-{f['flow']}.json").read_text())
@@ -146,7 +141,7 @@ def test_every_variant_of_the_paper_runs(started):
 
 
 def test_fairness_of_two_reno_flows(started):
-    (run,) = finished(started, "fairness")[1]["runs"]
+    (run,) = run_passed(started["fairness"])[1]["runs"]
     assert [f["role"] for f in run["flows"]] == ["background", "test"]
     assert run["flows"][1]["start_s"] == 2.0
     j = run["jain"]
@@ -163,7 +158,7 @@ def test_fairness_of_two_reno_flows(started):
 
 
 def test_friendliness_of_vegas_against_reno(started):
-    (run,) = finished(started, "friendliness")[1]["runs"]
+    (run,) = run_passed(started["friendliness"])[1]["runs"]
     assert [f["cc"] for f in run["flows"]] == ["reno", "vegas"]
     (fr,) = run["friendliness"]
     assert close(fr["iperf3"]["ratio"], fr["pcap"]["ratio"], 0.1)
@@ -185,7 +180,7 @@ def test_jitter_varies_the_delay_and_keeps_the_order(started):
     reorders: SACK blocks in 1843 ACKs for 2658 segments (69 %); with it, in
     0, 0, 8 and 26 ACKs for 2491-2750 segments in four runs (a few packets
     still arrive out of order, without a retransmission)."""
-    (run,) = finished(started, "jitter")[1]["runs"]
+    (run,) = run_passed(started["jitter"])[1]["runs"]
     run_dir = Path(run["dir"])
     tc = (run_dir / "tc-stats.txt").read_text()
     assert "delay 20ms  10ms" in tc or "delay 20ms 10ms" in tc, tc
@@ -304,7 +299,7 @@ def test_a_variant_the_booted_kernel_lacks(tmp_path):
 
 @pytest.fixture(scope="module")
 def ngwa_wbrto(started):
-    return finished(started, "ngwa_wbrto")
+    return run_passed(started["ngwa_wbrto"])
 
 
 def test_ngwa_and_wbrto_boot_the_patched_kernel(ngwa_wbrto):
